@@ -1,0 +1,1 @@
+"""raycrawl: a polite, durable, distributed web crawler built on Ray."""

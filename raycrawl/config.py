@@ -1,0 +1,262 @@
+"""The crawl configuration: one frozen dataclass, validated once, loaded from four layers.
+
+Precedence, lowest to highest: built-in defaults < TOML file (``--config``) < ``RAYCRAWL_*`` environment
+variables < command-line flags. Every field can be set in every layer under the same name (dashes or
+underscores in TOML and on the command line; upper case with underscores after ``RAYCRAWL_`` in the
+environment, e.g. ``RAYCRAWL_MAX_PAGES=100``). List fields take a TOML array or a comma-separated string.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import os
+import re
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from raycrawl.errors import ConfigError
+
+ENV_PREFIX = "RAYCRAWL_"
+DEFAULT_TRACKING_PARAMS = (
+    "utm_*",
+    "gclid",
+    "dclid",
+    "fbclid",
+    "msclkid",
+    "yclid",
+    "igshid",
+    "mc_cid",
+    "mc_eid",
+    "_ga",
+    "_gl",
+)
+
+Scope = Literal["host", "domain", "any"]
+DedupKind = Literal["exact", "bloom"]
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlConfig:
+    """Everything a crawl needs to know; see the README's flag table for each field's meaning."""
+
+    seeds: tuple[str, ...] = ()
+    seeds_file: str | None = None
+    out: str = "crawl-out"
+    max_pages: int | None = None
+    max_depth: int | None = None
+    time_limit: float | None = None
+    scope: Scope = "host"
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS
+    delay: float = 1.0
+    per_host_concurrency: int = 1
+    shards: int | None = None
+    dedup: DedupKind = "exact"
+    bloom_capacity: int = 10_000_000
+    bloom_error_rate: float = 0.001
+    user_agent: str = "raycrawl/0.1"
+    allow_private_networks: bool = False
+    resolve: tuple[str, ...] = ()
+    ray_address: str | None = None
+    fetch_batch_size: int = 32
+    max_tasks_in_flight: int = 4
+    fetch_task_cpus: float = 0.5
+    timeout: float = 30.0
+    max_body_bytes: int = 10 * 1024 * 1024
+    max_attempts: int = 3
+    max_queue_per_host: int = 100_000
+    max_queue_total: int = 2_000_000
+    lease_horizon: float = 0.3
+    robots_ttl: float = 24 * 3600.0
+    warc: bool = True
+    strict: bool = False
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def replace(self, **changes: Any) -> CrawlConfig:
+        return dataclasses.replace(self, **changes)
+
+    def resolve_map(self) -> dict[str, str]:
+        """``--resolve HOST=IP`` entries as a mapping (like curl's --resolve, without the port)."""
+        return dict(entry.split("=", 1) for entry in self.resolve)
+
+
+def _validate(cfg: CrawlConfig) -> None:
+    def need(ok: bool, key: str, expected: str) -> None:
+        if not ok:
+            raise ConfigError(f"{key} = {getattr(cfg, key)!r}: expected {expected}")
+
+    for key in ("max_pages", "max_depth"):
+        value = getattr(cfg, key)
+        need(value is None or value >= 0, key, "a whole number >= 0")
+    need(cfg.time_limit is None or cfg.time_limit > 0, "time_limit", "seconds > 0")
+    need(cfg.scope in ("host", "domain", "any"), "scope", "one of host, domain, any")
+    need(cfg.dedup in ("exact", "bloom"), "dedup", "one of exact, bloom")
+    need(math.isfinite(cfg.delay) and cfg.delay >= 0, "delay", "seconds >= 0")
+    need(cfg.per_host_concurrency >= 1, "per_host_concurrency", "a whole number >= 1")
+    need(cfg.shards is None or cfg.shards >= 1, "shards", "a whole number >= 1")
+    need(cfg.bloom_capacity >= 1000, "bloom_capacity", "a whole number >= 1000")
+    need(0 < cfg.bloom_error_rate < 0.5, "bloom_error_rate", "a fraction between 0 and 0.5")
+    need(bool(cfg.user_agent.strip()) and "\n" not in cfg.user_agent, "user_agent", "a one-line product token")
+    need(cfg.fetch_batch_size >= 1, "fetch_batch_size", "a whole number >= 1")
+    need(cfg.max_tasks_in_flight >= 1, "max_tasks_in_flight", "a whole number >= 1")
+    need(0 < cfg.fetch_task_cpus <= 64, "fetch_task_cpus", "CPUs per fetch task, > 0")
+    need(cfg.timeout > 0, "timeout", "seconds > 0")
+    need(cfg.max_body_bytes >= 1024, "max_body_bytes", "bytes >= 1024")
+    need(cfg.max_attempts >= 1, "max_attempts", "a whole number >= 1")
+    need(cfg.max_queue_per_host >= 1, "max_queue_per_host", "a whole number >= 1")
+    need(cfg.max_queue_total >= 1, "max_queue_total", "a whole number >= 1")
+    need(0 <= cfg.lease_horizon <= 10, "lease_horizon", "seconds between 0 and 10")
+    need(cfg.robots_ttl > 0, "robots_ttl", "seconds > 0")
+    for key in ("allow", "deny"):
+        for pattern in getattr(cfg, key):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"{key}: {pattern!r} is not a valid regular expression ({exc})") from None
+    for entry in cfg.resolve:
+        host, sep, addr = entry.partition("=")
+        if not sep or not host or not addr:
+            raise ConfigError(f"resolve: {entry!r}: expected HOST=IP, e.g. example.test=127.0.0.2")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Loading
+
+
+def _field_types() -> dict[str, Any]:
+    hints = typing.get_type_hints(CrawlConfig)
+    return {f.name: hints[f.name] for f in dataclasses.fields(CrawlConfig)}
+
+
+FIELD_TYPES = _field_types()
+
+
+def _describe(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return "one of " + ", ".join(map(str, typing.get_args(tp)))
+    if origin in (types.UnionType, typing.Union):
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _describe(inner[0]) + " (or empty for none)"
+    if origin is tuple:
+        return "a list of strings"
+    return {int: "a whole number", float: "a number", bool: "true or false", str: "a string"}.get(tp, str(tp))
+
+
+def coerce(key: str, raw: Any, tp: Any | None = None) -> Any:
+    """Turn a TOML value or an environment/CLI string into the field's type, or raise ConfigError naming key."""
+    tp = FIELD_TYPES[key] if tp is None else tp
+    origin = typing.get_origin(tp)
+    try:
+        if origin in (types.UnionType, typing.Union):
+            if raw is None or (isinstance(raw, str) and raw.strip().lower() in ("", "none")):
+                return None
+            inner = next(a for a in typing.get_args(tp) if a is not type(None))
+            return coerce(key, raw, inner)
+        if origin is Literal:
+            if raw not in typing.get_args(tp):
+                raise ValueError
+            return raw
+        if origin is tuple:
+            if isinstance(raw, str):
+                return tuple(part.strip() for part in raw.split(",") if part.strip())
+            if isinstance(raw, list | tuple) and all(isinstance(x, str) for x in raw):
+                return tuple(raw)
+            raise ValueError
+        if tp is bool:
+            if isinstance(raw, bool):
+                return raw
+            text = str(raw).strip().lower()
+            if text in ("1", "true", "yes", "on"):
+                return True
+            if text in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        if tp is int:
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError
+            return int(str(raw).replace("_", "")) if isinstance(raw, str) else int(raw)
+        if tp is float:
+            if isinstance(raw, bool):
+                raise ValueError
+            value = float(raw)
+            if not math.isfinite(value):
+                raise ValueError
+            return value
+        if tp is str:
+            if not isinstance(raw, str):
+                raise ValueError
+            return raw
+    except (ValueError, TypeError, StopIteration):
+        pass
+    else:
+        raise ConfigError(f"{key}: unsupported type {tp}")
+    raise ConfigError(f"{key} = {raw!r}: expected {_describe(tp)}")
+
+
+def _normalise_key(key: str, source: str) -> str:
+    name = key.replace("-", "_").lower()
+    if name not in FIELD_TYPES:
+        close = difflib.get_close_matches(name, list(FIELD_TYPES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"{source}: unknown setting {key!r}{hint}")
+    return name
+
+
+def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Settings from a TOML file: top-level keys, or a ``[crawl]`` table."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config: {p} does not exist") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config: {p} is not valid TOML ({exc})") from None
+    if isinstance(data.get("crawl"), dict):
+        data = data["crawl"]
+    return {_normalise_key(k, str(p)): coerce(_normalise_key(k, str(p)), v) for k, v in data.items()}
+
+
+def read_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Settings from ``RAYCRAWL_*`` variables; RAYCRAWL_CONFIG names the TOML file and is not a field."""
+    out: dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX) or name == ENV_PREFIX + "CONFIG":
+            continue
+        key = _normalise_key(name[len(ENV_PREFIX) :], "environment")
+        out[key] = coerce(key, raw)
+    return out
+
+
+def load_config(
+    cli: Mapping[str, Any] | None = None,
+    config_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> CrawlConfig:
+    """Merge the four layers (defaults < TOML < environment < CLI) into one validated CrawlConfig.
+
+    ``cli`` holds only the flags the user actually gave (None values are ignored), already typed or as strings.
+    """
+    environ = os.environ if environ is None else environ
+    merged: dict[str, Any] = {}
+    config_file = config_file or environ.get(ENV_PREFIX + "CONFIG")
+    if config_file:
+        merged.update(read_toml(config_file))
+    merged.update(read_env(environ))
+    for key, value in (cli or {}).items():
+        if value is None:
+            continue
+        name = _normalise_key(key, "command line")
+        merged[name] = coerce(name, value)
+    return CrawlConfig(**merged)

@@ -1,0 +1,84 @@
+"""The values that travel between the frontier, the fetch tasks and the output.
+
+Plain slotted dataclasses: cheap to pickle across Ray, typed, and free of behaviour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+LeaseKind = Literal["page", "robots"]
+# Terminal outcomes of a URL (each URL ends in exactly one record):
+#   fetched        a response was received (any status: 200, 404, 301 ...)
+#   error          no usable response after max_attempts (the error field says why)
+#   robots_denied  robots.txt forbids it; no request was made
+#   out_of_budget  the crawl stopped (max-pages, time limit) or a queue bound shed it before it was fetched
+Outcome = Literal["fetched", "error", "robots_denied", "out_of_budget"]
+
+
+@dataclass(slots=True, frozen=True)
+class UrlEntry:
+    """A canonical URL waiting in the frontier."""
+
+    url: str
+    depth: int
+    parent: str | None = None
+    attempts: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class Lease:
+    """A URL handed to a fetch task. It stays owned by its shard until acked (DESIGN invariant 4)."""
+
+    lease_id: int
+    shard: int
+    url: str
+    kind: LeaseKind
+    not_before: float  # wall-clock time before which the request must not be sent
+    expires_at: float  # after this the shard may hand the URL out again: a fetcher must not send it then
+    depth: int = 0
+    parent: str | None = None
+    attempts: int = 0
+
+
+@dataclass(slots=True)
+class FetchResult:
+    """What a fetch task learned about one leased URL."""
+
+    lease: Lease
+    status: int | None = None
+    final_url: str | None = None
+    sent_at: float = 0.0  # wall clock just before the request was sent
+    responded_at: float = 0.0  # wall clock when response headers arrived (or the error happened)
+    elapsed_ms: float = 0.0
+    content_type: str | None = None
+    size: int = 0
+    sha256: str | None = None
+    outlinks: list[str] = field(default_factory=list)
+    error: str | None = None  # error class, e.g. "ConnectError"; None when a response was received
+    transient: bool = False  # worth retrying through the frontier
+    body: bytes | None = None  # only for robots.txt leases
+    retry_after: float | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Ack:
+    """The part of a FetchResult its shard needs: whether the host answered, when, and how."""
+
+    lease_id: int
+    status: int | None
+    responded_at: float
+    elapsed_s: float
+    transient: bool
+    error: str | None = None
+    body: bytes | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Terminal:
+    """A URL that ended inside the frontier, without a fetch of its own."""
+
+    entry: UrlEntry
+    outcome: Outcome
+    detail: str

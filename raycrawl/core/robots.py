@@ -1,0 +1,54 @@
+"""robots.txt rules per RFC 9309, from a fetch's status and body.
+
+2xx: parse (protego, at least 500 KiB of it). 4xx other than 429: no rules, everything allowed.
+5xx, 429 and no response at all: the host is unreachable for robots purposes, so nothing may be fetched
+for now; the frontier keeps the URLs queued and asks again later (``RobotsRules.unavailable``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from protego import Protego
+
+MAX_ROBOTS_BYTES = 512 * 1024  # RFC 9309 asks parsers to read at least 500 KiB
+RobotsVerdict = Literal["parsed", "allow_all", "unavailable"]
+
+
+def ua_token(user_agent: str) -> str:
+    """The product token robots.txt groups are matched against: 'raycrawl' for 'raycrawl/0.1 (+url)'."""
+    return user_agent.split("/", 1)[0].split()[0]
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRules:
+    verdict: RobotsVerdict
+    status: int | None
+    text: str = ""
+    crawl_delay: float | None = None
+    fetched_at: float = 0.0
+    expires_at: float = 0.0
+    _parser: Protego | None = None
+
+    @property
+    def unavailable(self) -> bool:
+        return self.verdict == "unavailable"
+
+    def allows(self, url: str, token: str) -> bool:
+        if self.verdict == "allow_all":
+            return True
+        if self.verdict == "unavailable" or self._parser is None:
+            return False
+        return bool(self._parser.can_fetch(url, token))
+
+
+def rules_from_fetch(status: int | None, body: bytes | None, token: str, now: float, ttl: float) -> RobotsRules:
+    if status is not None and 200 <= status < 300:
+        text = (body or b"")[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
+        parser = Protego.parse(text)
+        delay = parser.crawl_delay(token)
+        return RobotsRules("parsed", status, text, float(delay) if delay is not None else None, now, now + ttl, parser)
+    if status is not None and 400 <= status < 500 and status != 429:
+        return RobotsRules("allow_all", status, fetched_at=now, expires_at=now + ttl)
+    return RobotsRules("unavailable", status, fetched_at=now, expires_at=now)

@@ -1,0 +1,186 @@
+"""URL canonicalisation and fingerprints.
+
+One canonical form per page, so dedup can work on fixed-width fingerprints. The rules merge only spellings
+that every server treats alike (scheme and host case, default ports, dot segments, escapes of unreserved
+characters, parameter order, tracking parameters, fragments) and never ones a server may treat differently:
+path case is preserved (crawlee-python #2008) and reserved characters stay escaped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import ipaddress
+import re
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+import idna
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+FETCHABLE_SCHEMES = frozenset(DEFAULT_PORTS)
+MAX_URL_LENGTH = 2083  # Internet Explorer's limit, adopted by Scrapy; longer URLs are mostly traps
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_SUB_DELIMS = frozenset("!$&'()*+,;=")
+_PATH_SAFE = _UNRESERVED | _SUB_DELIMS | frozenset(":@/")
+# In a query part '&' and '=' are separators and '+' may mean space: they stay as they are or escaped.
+_QUERY_SAFE = _UNRESERVED | frozenset("!$'()*+,;:@/?")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_HOST_LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
+
+
+def _normalise_escapes(text: str, safe: frozenset[str]) -> str:
+    """Decode escapes of unreserved characters, upper-case the rest, escape what must be escaped.
+
+    The result is a fixed point: applying this again returns the same string (idempotence is property-tested).
+    """
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "%" and i + 2 < n and text[i + 1] in _HEX and text[i + 2] in _HEX:
+            byte = int(text[i + 1 : i + 3], 16)
+            decoded = chr(byte)
+            out.append(decoded if decoded in _UNRESERVED else f"%{byte:02X}")
+            i += 3
+            continue
+        if ch in safe:
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+        i += 1
+    return "".join(out)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4, on an absolute path."""
+    segments = path.split("/")
+    out: list[str] = []
+    for seg in segments[1:]:
+        if seg == "..":
+            if out:
+                out.pop()
+        elif seg != ".":
+            out.append(seg)
+    resolved = "/" + "/".join(out)
+    if segments[-1] in (".", "..") and not resolved.endswith("/"):
+        resolved += "/"
+    return resolved
+
+
+def _canonical_host(host: str) -> str | None:
+    host = host.strip().rstrip(".").lower()
+    if not host:
+        return None
+    if host.startswith("["):
+        if not host.endswith("]"):
+            return None
+        try:
+            return "[" + ipaddress.IPv6Address(host[1:-1]).compressed + "]"
+        except ValueError:
+            return None
+    if all(c.isascii() for c in host):
+        ascii_host = host
+    else:
+        try:
+            ascii_host = idna.encode(host, uts46=True).decode("ascii")
+        except (idna.IDNAError, UnicodeError, ValueError):
+            return None
+    labels = ascii_host.split(".")
+    if not all(_HOST_LABEL.match(label) for label in labels):
+        return None
+    return ascii_host
+
+
+def _is_tracking(name: str, tracking: Iterable[str]) -> bool:
+    lowered = name.lower()
+    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in tracking)
+
+
+def canonicalize(url: str, tracking_params: Iterable[str] = ()) -> str | None:
+    """The canonical form of an absolute http(s) URL, or None if it is not one we could ever fetch.
+
+    Never raises. ``tracking_params`` are parameter names (``fnmatch`` patterns, e.g. ``utm_*``) to drop.
+    """
+    if not isinstance(url, str) or len(url) > 4 * MAX_URL_LENGTH:
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        if scheme not in FETCHABLE_SCHEMES:
+            return None
+        # urlsplit keeps user:pass@ in netloc; credentials never survive canonicalisation.
+        hostinfo = parts.netloc.rpartition("@")[2]
+        if hostinfo.startswith("["):
+            host, _, rest = hostinfo.partition("]")
+            host += "]"
+            port_text = rest[1:] if rest.startswith(":") else ("" if not rest else None)
+        else:
+            host, _, port_text = hostinfo.partition(":")
+        if port_text is None or (port_text and not port_text.isdigit()):
+            return None
+        port = int(port_text) if port_text else DEFAULT_PORTS[scheme]
+        if not 0 < port < 65536:
+            return None
+        canon_host = _canonical_host(host)
+        if canon_host is None:
+            return None
+        netloc = canon_host if port == DEFAULT_PORTS[scheme] else f"{canon_host}:{port}"
+        path = _normalise_escapes(parts.path or "/", _PATH_SAFE)
+        if not path.startswith("/"):
+            path = "/" + path
+        path = _remove_dot_segments(path)
+        query = _canonical_query(parts.query, tracking_params)
+    except (ValueError, UnicodeError):
+        return None
+    return f"{scheme}://{netloc}{path}{'?' + query if query else ''}"
+
+
+def _canonical_query(query: str, tracking_params: Iterable[str]) -> str:
+    if not query:
+        return ""
+    tracking = tuple(tracking_params)
+    kept: list[tuple[str, str]] = []
+    for pair in query.split("&"):
+        if not pair:
+            continue
+        name, eq, value = pair.partition("=")
+        name = _normalise_escapes(name, _QUERY_SAFE)
+        if tracking and _is_tracking(name, tracking):
+            continue
+        kept.append((name, eq + _normalise_escapes(value, _QUERY_SAFE)))
+    kept.sort()
+    return "&".join(name + rest for name, rest in kept)
+
+
+def fingerprint(canonical_url: str) -> int:
+    """A 64-bit fingerprint of a canonical URL (blake2b): fixed width, stable across processes and runs.
+
+    At 64 bits the chance of any collision among 100 million URLs is about 3e-4.
+    """
+    return int.from_bytes(hashlib.blake2b(canonical_url.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def host_key(canonical_url: str) -> str:
+    """The politeness key of a canonical URL: its netloc (host, and port if not the default)."""
+    return canonical_url.split("/", 3)[2]
+
+
+def origin(canonical_url: str) -> str:
+    """scheme://netloc of a canonical URL: where its robots.txt lives."""
+    scheme, _, rest = canonical_url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
+def hostname(netloc: str) -> str:
+    """The host part of a netloc, without port or IPv6 brackets."""
+    if netloc.startswith("["):
+        return netloc[1 : netloc.index("]")]
+    return netloc.rpartition(":")[0] if ":" in netloc else netloc
+
+
+def path_of(canonical_url: str) -> str:
+    """Path and query of a canonical URL (what goes on the request line)."""
+    rest = canonical_url.split("/", 3)
+    return "/" + rest[3] if len(rest) > 3 else "/"

@@ -1,0 +1,32 @@
+"""raycrawl's own exception tree.
+
+Expected crawl outcomes (a 404, a robots denial, a duplicate) are values, never exceptions. These exceptions
+are for the operator: bad configuration, bad seeds, an unreachable service. The CLI turns each into a one-line
+message and a documented exit code instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class RaycrawlError(Exception):
+    """Base class: anything raycrawl reports to the operator."""
+
+    exit_code = 1
+
+
+class ConfigError(RaycrawlError):
+    """A configuration key or value is wrong; the message names the key and the expected form."""
+
+    exit_code = 2
+
+
+class SeedError(RaycrawlError):
+    """No usable seed, or a malformed seed under --strict."""
+
+    exit_code = 2
+
+
+class ServiceError(RaycrawlError):
+    """A service the crawl needs (Ray, Redis) cannot be reached."""
+
+    exit_code = 3

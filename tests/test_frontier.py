@@ -1,0 +1,169 @@
+"""FrontierShard without Ray: a fake clock drives politeness, robots and retries."""
+
+from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.records import Ack, Lease, UrlEntry
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def robots_ok(shard: FrontierShard, lease: Lease, body: bytes = b"", status: int = 404, at: float = 0.0) -> None:
+    assert lease.kind == "robots"
+    shard.ack([Ack(lease.lease_id, status, at, 0.001, False, None, body)])
+
+
+def make(clock: FakeClock, **kw: object) -> FrontierShard:
+    return FrontierShard(0, FrontierSettings(**kw), clock=clock)  # type: ignore[arg-type]
+
+
+def test_robots_first_then_pages_paced_by_delay() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=2.0)
+    shard.push([UrlEntry("http://a.test/1", 0), UrlEntry("http://a.test/2", 1)])
+    (robots,) = shard.lease(10)
+    assert robots.url == "http://a.test/robots.txt"
+    assert shard.lease(10) == []  # pages wait for robots.txt
+    robots_ok(shard, robots, at=clock.now)
+    assert shard.lease(10) == []  # the robots request counts: next slot is 2 s after it
+    clock.now += 2.0
+    (page,) = shard.lease(10)
+    assert page.url == "http://a.test/1" and page.not_before == clock.now
+    clock.now += 0.5
+    shard.ack([Ack(page.lease_id, 200, clock.now, 0.5, False)])
+    assert shard.lease(10, horizon=1.0) == []
+    clock.now += 1.5
+    (page2,) = shard.lease(10, horizon=1.0)
+    # leased early within the horizon, but not to be sent before the host's slot
+    assert page2.not_before == 1000.0 + 2.0 + 0.5 + 2.0
+
+
+def test_one_lease_per_host_and_many_hosts_per_batch() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=1.0)
+    hosts = [f"h{i}.test" for i in range(5)]
+    shard.push([UrlEntry(f"http://{h}/{j}", 0) for h in hosts for j in range(3)])
+    leases = shard.lease(100)
+    assert sorted(lease.url for lease in leases) == sorted(f"http://{h}/robots.txt" for h in hosts)
+    for lease in leases:
+        robots_ok(shard, lease, at=clock.now)
+    assert shard.lease(100) == []
+    clock.now += 1.0
+    pages = shard.lease(100)
+    assert len(pages) == 5 and len({p.url.split("/")[2] for p in pages}) == 5
+    assert shard.queued == 10 and shard.leased == 5
+
+
+def test_robots_disallow_ends_urls_without_request() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.0)
+    shard.push([UrlEntry("http://a.test/private/x", 1), UrlEntry("http://a.test/ok", 1)])
+    (robots,) = shard.lease(10)
+    robots_ok(shard, robots, b"User-agent: *\nDisallow: /private/\n", status=200)
+    terminals = shard.take_terminals()
+    assert [(t.entry.url, t.outcome) for t in terminals] == [("http://a.test/private/x", "robots_denied")]
+    shard.push([UrlEntry("http://a.test/private/y", 2)])
+    assert [t.outcome for t in shard.take_terminals()] == ["robots_denied"]
+    (page,) = shard.lease(10)
+    assert page.url == "http://a.test/ok"
+
+
+def test_crawl_delay_raises_host_delay_up_to_cap() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.5, max_crawl_delay=3.0)
+    shard.push([UrlEntry("http://a.test/1", 0), UrlEntry("http://a.test/2", 0)])
+    (robots,) = shard.lease(1)
+    robots_ok(shard, robots, b"User-agent: *\nCrawl-delay: 10\n", status=200, at=clock.now)
+    assert shard.host_table()[0]["delay"] == 3.0
+
+
+def test_robots_unavailable_blocks_then_retries_then_gives_up() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.0, max_attempts=2, retry_base_delay=10.0)
+    shard.push([UrlEntry("http://a.test/1", 0)])
+    (r1,) = shard.lease(1)
+    shard.ack([Ack(r1.lease_id, 503, clock.now, 0.0, True)])
+    assert shard.lease(10) == []  # disallow all for now
+    clock.now += 10.0
+    (r2,) = shard.lease(10)
+    assert r2.kind == "robots"
+    shard.ack([Ack(r2.lease_id, None, clock.now, 0.0, True, "ConnectError")])
+    (t,) = shard.take_terminals()
+    assert t.outcome == "error" and "robots.txt unavailable" in t.detail
+    assert shard.queued == 0 and shard.leased == 0
+
+
+def test_transient_errors_retry_with_backoff_then_end() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.0, max_attempts=3, retry_base_delay=1.0)
+    shard.push([UrlEntry("http://a.test/1", 0)])
+    robots_ok(shard, shard.lease(1)[0])
+    gaps = []
+    for attempt in range(3):
+        (page,) = shard.lease(1, horizon=100.0)
+        gaps.append(page.not_before - clock.now)
+        clock.now = page.not_before
+        reply = shard.ack([Ack(page.lease_id, 503, clock.now, 0.0, True)])
+        assert reply.retried == ([page.lease_id] if attempt < 2 else [])
+    assert gaps == [0.0, 1.0, 2.0]
+    assert shard.queued == 0 and shard.leased == 0
+
+
+def test_released_lease_is_requeued_and_stale_ack_ignored() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.0, lease_ttl=30.0)
+    shard.push([UrlEntry("http://a.test/1", 0)])
+    robots_ok(shard, shard.lease(1)[0])
+    (page,) = shard.lease(1)
+    shard.release([page.lease_id])
+    assert shard.queued == 1 and shard.leased == 0
+    (again,) = shard.lease(1, horizon=5.0)  # a released URL is retried after a backoff
+    assert again.url == page.url and again.attempts == 1 and again.not_before == clock.now + 1.0
+    clock.now += 31
+    (third,) = shard.lease(1, horizon=5.0)  # the expired lease is handed out again
+    assert third.url == page.url and third.attempts == 2 and shard.counters["lease_expiries"] == 1
+    assert shard.ack([Ack(again.lease_id, 200, clock.now, 0.0, False)]).stale == [again.lease_id]
+
+
+def test_queue_bounds_shed_with_a_record() -> None:
+    clock = FakeClock()
+    shard = make(clock, max_queue_per_host=2, max_queue_total=3)
+    shard.push([UrlEntry(f"http://a.test/{i}", 0) for i in range(3)] + [UrlEntry("http://b.test/", 0)] * 2)
+    shed = shard.take_terminals()
+    assert [t.detail for t in shed] == ["per-host queue full", "frontier full"]
+    assert shard.queued == 3
+    assert shard.counters["shed_host_queue"] == 1 and shard.counters["shed_frontier_full"] == 1
+
+
+def test_priority_is_depth_first_by_default_and_pluggable() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.0)
+    shard.push([UrlEntry("http://a.test/deep", 3), UrlEntry("http://a.test/shallow", 1)])
+    robots_ok(shard, shard.lease(1)[0])
+    assert shard.lease(1)[0].url == "http://a.test/shallow"
+
+    by_len = FrontierShard(0, FrontierSettings(delay=0.0), score=lambda e: -len(e.url), clock=clock)
+    by_len.push([UrlEntry("http://a.test/s", 0), UrlEntry("http://a.test/longest", 0)])
+    robots_ok(by_len, by_len.lease(1)[0])
+    assert by_len.lease(1)[0].url == "http://a.test/longest"
+
+
+def test_drain_ends_everything_queued() -> None:
+    clock = FakeClock()
+    shard = make(clock)
+    shard.push([UrlEntry(f"http://a.test/{i}", 0) for i in range(4)])
+    shard.drain("max-pages reached")
+    assert {t.outcome for t in shard.take_terminals()} == {"out_of_budget"}
+    assert shard.queued == 0 and shard.lease(10) == []
+
+
+def test_per_host_concurrency() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.0, per_host_concurrency=3)
+    shard.push([UrlEntry(f"http://a.test/{i}", 0) for i in range(10)])
+    robots_ok(shard, shard.lease(5)[0])
+    assert len(shard.lease(10)) == 3

@@ -1,0 +1,66 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from raycrawl.core.links import charset_of, decode_html, extract_links, is_html
+from raycrawl.core.scope import ScopePolicy, registered_domain
+
+
+def test_registered_domain() -> None:
+    assert registered_domain("www.example.co.uk") == "example.co.uk"
+    assert registered_domain("blog.site-a.test") == "site-a.test"
+    assert registered_domain("127.0.0.2") == "127.0.0.2"
+
+
+def test_scopes() -> None:
+    seeds = ["http://www.site-a.test/"]
+    host = ScopePolicy("host", seeds)
+    domain = ScopePolicy("domain", seeds)
+    anything = ScopePolicy("any", seeds)
+    urls = ["http://www.site-a.test/x", "http://blog.site-a.test/x", "http://site-b.test/x"]
+    assert [host.allows(u) for u in urls] == [True, False, False]
+    assert [domain.allows(u) for u in urls] == [True, True, False]
+    assert [anything.allows(u) for u in urls] == [True, True, True]
+
+
+def test_allow_and_deny_regexes() -> None:
+    policy = ScopePolicy("any", ["http://h/"], allow=[r"/docs/"], deny=[r"\.pdf$"])
+    assert policy.allows("http://h/docs/a")
+    assert not policy.allows("http://h/docs/a.pdf")
+    assert not policy.allows("http://h/blog/a")
+
+
+def test_links_resolved_against_base_and_page() -> None:
+    html = """<html><head><base href="/base/"></head><body>
+      <a href="rel">r</a><a href="/abs?utm_source=x#f">a</a><area href="http://other.test/m">
+      <a href="mailto:x@y">m</a><a href="javascript:void(0)">j</a><a>no href</a><a href="rel">dup</a>
+    </body></html>"""
+    assert extract_links(html, "http://h/page/1", ["utm_*"]) == [
+        "http://h/base/rel",
+        "http://h/abs",
+        "http://other.test/m",
+    ]
+
+
+def test_links_relative_to_page_without_base() -> None:
+    assert extract_links('<a href="../x">x</a>', "http://h/a/b/c") == ["http://h/a/x"]
+
+
+def test_link_cap() -> None:
+    html = "".join(f'<a href="/{i}">' for i in range(100))
+    assert len(extract_links(html, "http://h/", max_links=10)) == 10
+
+
+def test_html_detection_and_charset() -> None:
+    assert is_html("text/html; charset=utf-8", b"")
+    assert not is_html("application/pdf", b"<html>")
+    assert is_html(None, b"  <!DOCTYPE html><html>")
+    assert charset_of('text/html; charset="ISO-8859-1"') == "ISO-8859-1"
+    assert decode_html("é".encode("latin-1"), "text/html; charset=latin-1") == "é"
+    assert decode_html(b"\xff", "text/html; charset=bogus") == "\ufffd"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300), st.sampled_from(["http://h/", "https://x.test/a/b?c"]))
+def test_link_extraction_never_raises(html: str, page: str) -> None:
+    for link in extract_links(html, page):
+        assert link.startswith(("http://", "https://"))

@@ -1,0 +1,42 @@
+import random
+
+from raycrawl.core.seen import BloomSeenSet, ExactSeenSet
+
+
+def test_exact_seen_set_answers_batches() -> None:
+    seen = ExactSeenSet()
+    assert seen.add_new([1, 2, 2, 3]) == [True, True, False, True]
+    assert seen.add_new([3, 4]) == [False, True]
+    assert len(seen) == 4
+    assert seen.stats()["hits"] == 2
+
+
+def test_exact_seen_set_survives_merges() -> None:
+    rng = random.Random(7)
+    fps = [rng.getrandbits(64) for _ in range(200_000)]
+    seen = ExactSeenSet()
+    for i in range(0, len(fps), 5000):
+        assert all(seen.add_new(fps[i : i + 5000]))
+    assert not any(seen.add_new(fps[::97]))
+    assert len(seen) == len(fps)
+    restored = ExactSeenSet.from_fingerprints(seen.fingerprints())
+    assert not any(restored.add_new(fps[::13]))
+
+
+def test_exact_seen_set_is_compact() -> None:
+    rng = random.Random(1)
+    seen = ExactSeenSet()
+    n = 300_000
+    for _ in range(0, n, 10_000):
+        seen.add_new(rng.getrandbits(64) for _ in range(10_000))
+    assert seen.memory_bytes() / n <= 40
+
+
+def test_bloom_counts_expected_false_drops() -> None:
+    bloom = BloomSeenSet(capacity=10_000, error_rate=0.01)
+    new = bloom.add_new(range(5000))
+    assert sum(new) >= 4950  # a few may be falsely reported as seen: that is what is being counted
+    assert not any(bloom.add_new(range(100)))
+    stats = bloom.stats()
+    assert 0 < stats["expected_false_drops"] < 50
+    assert stats["hits"] >= 100

@@ -1,0 +1,87 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from raycrawl.config import DEFAULT_TRACKING_PARAMS
+from raycrawl.core.urls import canonicalize, fingerprint, host_key, origin, path_of
+
+CASES = [
+    ("HTTP://Example.COM:80/a/./b/../C?b=2&a=1#frag", "http://example.com/a/C?a=1&b=2"),
+    ("https://example.com:443", "https://example.com/"),
+    ("https://example.com:8443/x", "https://example.com:8443/x"),
+    ("http://example.com/Path/CASE", "http://example.com/Path/CASE"),  # path case preserved
+    ("http://example.com/%7euser/%2fx%zz", "http://example.com/~user/%2Fx%25zz"),
+    ("http://example.com/a b/ü", "http://example.com/a%20b/%C3%BC"),
+    ("http://user:secret@example.com/x", "http://example.com/x"),  # credentials never kept
+    ("http://bücher.de/", "http://xn--bcher-kva.de/"),
+    ("http://example.com./", "http://example.com/"),
+    ("http://[0:0::1]:8080/", "http://[::1]:8080/"),
+    ("http://example.com/?utm_source=x&id=3&gclid=1&fbclid=2", "http://example.com/?id=3"),
+    ("http://example.com/?q=a%26b&q=a", "http://example.com/?q=a&q=a%26b"),
+    ("http://example.com/a/../../..", "http://example.com/"),
+]
+
+
+@pytest.mark.parametrize(("raw", "expected"), CASES)
+def test_canonical_forms(raw: str, expected: str) -> None:
+    assert canonicalize(raw, DEFAULT_TRACKING_PARAMS) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "mailto:a@b.c",
+        "javascript:alert(1)",
+        "ftp://x/",
+        "file:///etc/passwd",
+        "http://",
+        "http://exa mple.com/",
+        "http://example.com:99999/",
+        "http://example.com:x/",
+        "//example.com/",
+        "not a url",
+        "",
+    ],
+)
+def test_unfetchable_urls_are_rejected(raw: str) -> None:
+    assert canonicalize(raw) is None
+
+
+def test_tracking_list_is_configurable() -> None:
+    assert canonicalize("http://h/?ref=1&x=2", ["ref"]) == "http://h/?x=2"
+    assert canonicalize("http://h/?utm_x=1", []) == "http://h/?utm_x=1"
+
+
+def test_fingerprint_is_fixed_width_and_stable() -> None:
+    fp = fingerprint("http://example.com/")
+    assert 0 <= fp < 2**64
+    assert fp == fingerprint("http://example.com/")
+    assert fp != fingerprint("http://example.com/a")
+
+
+def test_url_parts() -> None:
+    url = "https://example.com:8443/a/b?x=1"
+    assert host_key(url) == "example.com:8443"
+    assert origin(url) == "https://example.com:8443"
+    assert path_of(url) == "/a/b?x=1"
+
+
+urlish = st.one_of(
+    st.text(max_size=80),
+    st.builds(
+        lambda scheme, host, path, q: f"{scheme}://{host}/{path}?{q}",
+        st.sampled_from(["http", "HTTPS", "hTtp", "ftp"]),
+        st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=20),
+        st.text(max_size=40),
+        st.text(max_size=40),
+    ),
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(urlish)
+def test_canonicalize_never_raises_and_is_idempotent(raw: str) -> None:
+    once = canonicalize(raw, DEFAULT_TRACKING_PARAMS)
+    if once is not None:
+        assert canonicalize(once, DEFAULT_TRACKING_PARAMS) == once
+        assert once.startswith(("http://", "https://"))
