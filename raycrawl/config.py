@@ -78,6 +78,7 @@ class CrawlConfig:
     robots_ttl: float = 24 * 3600.0
     warc: bool = True
     strict: bool = False
+    fresh: bool = False
     quiet: bool = False
 
     def __post_init__(self) -> None:

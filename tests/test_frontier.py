@@ -167,3 +167,28 @@ def test_per_host_concurrency() -> None:
     shard.push([UrlEntry(f"http://a.test/{i}", 0) for i in range(10)])
     robots_ok(shard, shard.lease(5)[0])
     assert len(shard.lease(10)) == 3
+
+
+def test_quota_split_never_exceeds_total() -> None:
+    from raycrawl.core.batching import split_quota
+
+    assert split_quota(5, 2, 0) == [3, 2]
+    assert split_quota(5, 2, 1) == [2, 3]
+    assert split_quota(1, 4, 2) == [0, 0, 1, 0]
+    assert sum(split_quota(97, 7, 3)) == 97
+
+
+def test_batches_fill_up_or_launch_when_due() -> None:
+    from raycrawl.core.batching import take_batches
+
+    def lease(i: int, due: float) -> Lease:
+        return Lease(i, 0, f"http://h{i}.test/", "page", due, due + 100)
+
+    staged = [lease(i, 10.0 + i * 0.01) for i in range(5)]
+    assert take_batches(staged, 4, 32, now=9.0, launch_slack=0.05) == []  # not full, not due: wait
+    assert len(staged) == 5
+    (batch,) = take_batches(staged, 4, 32, now=9.96, launch_slack=0.05)
+    assert [x.lease_id for x in batch] == [0, 1, 2, 3, 4] and staged == []
+    staged = [lease(i, 10.0) for i in range(100)]
+    batches = take_batches(staged, 2, 32, now=0.0, launch_slack=0.05)
+    assert [len(b) for b in batches] == [50, 50]  # over the task cap: batches grow

@@ -80,6 +80,19 @@ class _Leased:
 
 
 @dataclass(slots=True)
+class ShardReply:
+    """Everything one coordinator round trip to a shard returns."""
+
+    leases: list[Lease]
+    terminals: list[Terminal]
+    retried: list[int]
+    stale: list[int]
+    queued: int
+    leased: int
+    next_due: float | None
+
+
+@dataclass(slots=True)
 class AckReply:
     retried: list[int] = field(default_factory=list)  # requeued: no record yet
     stale: list[int] = field(default_factory=list)  # unknown lease (expired and handed out again): ignore
@@ -354,6 +367,27 @@ class FrontierShard:
             self._end_queue(hs, "out_of_budget", detail)
             hs.heap_token += 1
         self._ready = []
+
+    def exchange(
+        self,
+        acks: Sequence[Ack],
+        pushes: Iterable[UrlEntry],
+        max_leases: int,
+        horizon: float,
+        drain: str | None = None,
+    ) -> ShardReply:
+        """The coordinator's one call per round: close leases, queue new URLs, hand out what is due.
+
+        With ``drain`` (the crawl is stopping), everything queued ends as out_of_budget instead.
+        """
+        reply = self.ack(acks)
+        self.push(pushes)
+        if drain is not None:
+            self.drain(drain)
+        leases = self.lease(max_leases, horizon) if max_leases > 0 else []
+        return ShardReply(
+            leases, self.take_terminals(), reply.retried, reply.stale, self._queued, len(self._leases), self.next_due()
+        )
 
     # --- visibility ----------------------------------------------------------------------------------
 

@@ -173,11 +173,19 @@ def origin(canonical_url: str) -> str:
     return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
+def split_netloc(netloc: str) -> tuple[str, int | None]:
+    """(host without IPv6 brackets, port or None) of a canonical netloc."""
+    if netloc.startswith("["):
+        end = netloc.index("]")
+        port = netloc[end + 2 :]
+        return netloc[1:end], int(port) if port else None
+    host, _, port = netloc.partition(":")
+    return host, int(port) if port else None
+
+
 def hostname(netloc: str) -> str:
     """The host part of a netloc, without port or IPv6 brackets."""
-    if netloc.startswith("["):
-        return netloc[1 : netloc.index("]")]
-    return netloc.rpartition(":")[0] if ":" in netloc else netloc
+    return split_netloc(netloc)[0]
 
 
 def path_of(canonical_url: str) -> str:

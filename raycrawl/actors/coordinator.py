@@ -1,0 +1,372 @@
+"""The coordinator: the crawl loop, and the only writer to the dedup actor and the shards.
+
+One round:
+  1. every shard gets one ``exchange`` call (in parallel, one ``ray.get``): acks of finished fetches, new URLs
+     for its hosts, and a lease quota; it answers with leases, URLs that ended inside it, and its counts;
+  2. results the shards accepted become records; their outlinks are canonical already (the fetch task did
+     it), so they are filtered (depth, length, scope), deduplicated in one dedup call, and held as the next
+     round's pushes;
+  3. leases are staged and cut into fetch tasks (many hosts per task), up to ``max_tasks_in_flight``;
+  4. ``ray.wait`` until a task finishes or a host comes due.
+The crawl ends exactly when nothing is queued, leased, staged, in flight or waiting to be pushed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import RayError
+
+from raycrawl.actors.dedup import DedupActor, pack_fingerprints
+from raycrawl.actors.fetch_task import fetch_batch
+from raycrawl.actors.frontier import FrontierShardActor
+from raycrawl.adapters.fetcher import FetchSettings
+from raycrawl.adapters.output import PagesWriter, write_stats
+from raycrawl.config import CrawlConfig
+from raycrawl.core.batching import split_quota, take_batches
+from raycrawl.core.frontier import FrontierSettings, ShardReply
+from raycrawl.core.pages import fetch_record, terminal_record
+from raycrawl.core.records import Ack, FetchResult, Lease, UrlEntry
+from raycrawl.core.robots import ua_token
+from raycrawl.core.scope import ScopePolicy
+from raycrawl.core.sharding import shard_for
+from raycrawl.core.stats import CrawlStats
+from raycrawl.core.urls import MAX_URL_LENGTH, fingerprint, host_key
+
+LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
+MAX_IDLE_WAIT = 0.25  # wake at least this often to check limits and stop requests
+STATS_EVERY = 5.0
+
+
+def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
+    return FrontierSettings(
+        delay=cfg.delay,
+        per_host_concurrency=cfg.per_host_concurrency,
+        robots_ttl=cfg.robots_ttl,
+        ua_token=ua_token(cfg.user_agent),
+        max_attempts=cfg.max_attempts,
+        max_queue_per_host=cfg.max_queue_per_host,
+        max_queue_total=cfg.max_queue_total,
+        lease_ttl=cfg.lease_horizon + 4 * cfg.timeout + 60.0,
+    )
+
+
+def fetch_settings(cfg: CrawlConfig, out_dir: str) -> FetchSettings:
+    return FetchSettings(
+        user_agent=cfg.user_agent,
+        timeout=cfg.timeout,
+        max_body_bytes=cfg.max_body_bytes,
+        tracking_params=cfg.tracking_params,
+        resolve=tuple(sorted(cfg.resolve_map().items())),
+        warc_dir=str(Path(out_dir) / "warc") if cfg.warc else None,
+    )
+
+
+class Coordinator:
+    def __init__(self, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str) -> None:
+        self.cfg = cfg
+        self.out_dir = out_dir
+        self.seeds = list(seeds)
+        self.num_shards = cfg.shards or max(2, int(ray.cluster_resources().get("CPU", 2)))
+        settings = frontier_settings(cfg)
+        shard_class: Any = FrontierShardActor  # .remote() is added by @ray.remote
+        dedup_class: Any = DedupActor
+        self.shards = [shard_class.remote(i, settings) for i in range(self.num_shards)]
+        self.dedup = dedup_class.remote(cfg.dedup, cfg.bloom_capacity, cfg.bloom_error_rate)
+        self.fetch_settings = fetch_settings(cfg, out_dir)
+        self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
+        self.writer = PagesWriter(out_dir)
+        self.stats = CrawlStats(started_at=time.time())
+        self._stop_reason: str | None = None
+        self._finished = False
+        self._status: dict[str, Any] = {"state": "starting"}
+        self._lock = threading.Lock()
+        # round state
+        self._acks: list[list[Ack]] = [[] for _ in self.shards]
+        self._acked: list[list[FetchResult]] = [[] for _ in self.shards]
+        self._pushes: list[list[UrlEntry]] = [[] for _ in self.shards]
+        self._staged: list[Lease] = []
+        self._in_flight: dict[ray.ObjectRef, list[Lease]] = {}
+        self._queued = 0
+        self._leased = 0
+        self._next_due: float | None = None
+        self._rotation = 0
+        self._last_stats = 0.0
+
+    # --- control (called from other threads of the actor) --------------------------------------------
+
+    def stop(self, reason: str = "stopped by request") -> None:
+        with self._lock:
+            if self._stop_reason is None:
+                self._stop_reason = reason
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._status)
+
+    def hosts(self) -> list[dict[str, Any]]:
+        tables = ray.get([s.hosts.remote() for s in self.shards])
+        return [row for table in tables for row in table]
+
+    # --- the loop ------------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, Any]:
+        self.stats.seeds = len(self.seeds)
+        self._route_links([(url, 0, None) for url in self.seeds])
+        try:
+            while not self._round():
+                pass
+        finally:
+            self.writer.close()
+        self._finished = True
+        summary = self._summary()
+        write_stats(self.out_dir, summary)
+        with self._lock:
+            self._status = self._progress("finished")
+        return summary
+
+    def _round(self) -> bool:
+        """One round; True when the crawl is over."""
+        now = time.time()
+        self._check_limits(now)
+        stopping = self._stop_reason
+        quotas = split_quota(self._lease_budget() if not stopping else 0, self.num_shards, self._rotation)
+        self._rotation += 1
+        refs = [
+            shard.exchange.remote(self._acks[i], self._pushes[i], quotas[i], self.cfg.lease_horizon, stopping)
+            for i, shard in enumerate(self.shards)
+        ]
+        acked = self._acked
+        self._acks = [[] for _ in self.shards]
+        self._acked = [[] for _ in self.shards]
+        self._pushes = [[] for _ in self.shards]
+        replies: list[ShardReply] = ray.get(refs)
+        self._absorb(replies, acked)
+        self._launch()
+        pending_pushes = any(self._pushes)
+        if not (self._in_flight or self._staged or pending_pushes or self._queued or self._leased):
+            return True
+        self._publish()
+        self._wait(0.0 if pending_pushes else self._idle_time())
+        return False
+
+    def _check_limits(self, now: float) -> None:
+        cfg = self.cfg
+        if cfg.time_limit is not None and now - self.stats.started_at >= cfg.time_limit:
+            self.stop("time limit reached")
+        if cfg.max_pages is not None and self.stats.pages_fetched >= cfg.max_pages:
+            self.stop("max-pages reached")
+
+    def _lease_budget(self) -> int:
+        cfg = self.cfg
+        in_flight = sum(len(v) for v in self._in_flight.values())
+        budget = cfg.max_tasks_in_flight * cfg.fetch_batch_size - in_flight - len(self._staged)
+        if cfg.max_pages is not None:
+            # Results already back but not yet absorbed count too; robots leases among these only make it stricter.
+            pages_pending = in_flight + len(self._staged) + sum(len(r) for r in self._acked)
+            budget = min(budget, cfg.max_pages - self.stats.pages_fetched - pages_pending)
+        return max(0, budget)
+
+    def _absorb(self, replies: list[ShardReply], acked: list[list[FetchResult]]) -> None:
+        now = time.time()
+        records: list[dict[str, Any]] = []
+        links: list[tuple[str, int, str | None]] = []
+        self._queued = sum(r.queued for r in replies)
+        self._leased = sum(r.leased for r in replies)
+        dues = [r.next_due for r in replies if r.next_due is not None]
+        self._next_due = min(dues) if dues else None
+        for reply, results in zip(replies, acked, strict=True):
+            records.extend(terminal_record(t, now) for t in reply.terminals)
+            for t in reply.terminals:
+                self.stats.outcomes[t.outcome] += 1
+            stale, retried = set(reply.stale), set(reply.retried)
+            for result in results:
+                lease_id = result.lease.lease_id
+                if lease_id in stale:
+                    self.stats.events["stale_results"] += 1
+                elif lease_id in retried:
+                    self.stats.events["retries"] += 1
+                elif result.lease.kind == "robots":
+                    self.stats.robots_fetches += 1
+                else:
+                    record = fetch_record(result)
+                    records.append(record)
+                    self.stats.outcomes[record["outcome"]] += 1
+                    self.stats.statuses[str(result.status or result.error)] += 1
+                    self.stats.bytes += result.size
+                    links.extend(self._children(result))
+            self._staged.extend(reply.leases)
+        self.writer.write(records)
+        self._route_links(links)
+
+    def _children(self, result: FetchResult) -> list[tuple[str, int, str | None]]:
+        if not result.outlinks or result.status is None or result.status >= 400:
+            return []
+        parent = result.lease.url
+        is_redirect = 300 <= result.status < 400
+        depth = result.lease.depth + (0 if is_redirect else 1)  # a redirect is not a hop away from its page
+        if self.cfg.max_depth is not None and depth > self.cfg.max_depth:
+            self.stats.dropped["max_depth"] += len(result.outlinks)
+            return []
+        return [(url, depth, parent) for url in result.outlinks]
+
+    def _route_links(self, links: list[tuple[str, int, str | None]]) -> None:
+        """Scope-filter and dedup candidate links; the new ones become the next round's pushes."""
+        candidates: dict[str, tuple[int, str | None]] = {}
+        for url, depth, parent in links:
+            if url in candidates:
+                continue
+            if len(url) > MAX_URL_LENGTH:
+                self.stats.dropped["url_too_long"] += 1
+            elif not self.scope.allows(url):
+                self.stats.dropped["out_of_scope"] += 1
+            else:
+                candidates[url] = (depth, parent)
+        if not candidates:
+            return
+        urls = list(candidates)
+        mask: bytes = ray.get(self.dedup.add_new.remote(pack_fingerprints([fingerprint(u) for u in urls])))
+        for url, new in zip(urls, mask, strict=True):
+            if not new:
+                self.stats.events["duplicate_links"] += 1
+                continue
+            depth, parent = candidates[url]
+            self._pushes[shard_for(host_key(url), self.num_shards)].append(UrlEntry(url, depth, parent))
+
+    def _launch(self) -> None:
+        free = self.cfg.max_tasks_in_flight - len(self._in_flight)
+        options = {"num_cpus": self.cfg.fetch_task_cpus}
+        for batch in take_batches(self._staged, free, self.cfg.fetch_batch_size, time.time(), LAUNCH_SLACK):
+            ref = fetch_batch.options(**options).remote(self.fetch_settings, batch)
+            self._in_flight[ref] = batch
+            self.stats.count_task(len(batch))
+
+    def _idle_time(self) -> float:
+        now = time.time()
+        wake = now + MAX_IDLE_WAIT
+        if self._next_due is not None:
+            wake = min(wake, self._next_due - self.cfg.lease_horizon)
+        if self._staged:
+            wake = min(wake, min(lease.not_before for lease in self._staged) - LAUNCH_SLACK)
+        return max(0.001, wake - now)
+
+    def _wait(self, timeout: float) -> None:
+        if not self._in_flight:
+            time.sleep(timeout)
+            return
+        refs = list(self._in_flight)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+        if not ready:
+            return
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        try:
+            batches: list[list[FetchResult]] = ray.get(ready)
+        except RayError:
+            batches = self._get_each(ready)
+        for ref in ready:
+            self._in_flight.pop(ref)
+        for results in batches:
+            for result in results:
+                shard = result.lease.shard
+                self._acks[shard].append(
+                    Ack(
+                        result.lease.lease_id,
+                        result.status,
+                        result.responded_at,
+                        result.elapsed_ms / 1000,
+                        result.transient,
+                        result.error,
+                        result.body,
+                    )
+                )
+                result.body = None
+                self._acked[shard].append(result)
+
+    def _get_each(self, refs: list[ray.ObjectRef]) -> list[list[FetchResult]]:
+        """Some task failed (its worker died): hand its leases back at once, keep the others' results."""
+        out: list[list[FetchResult]] = []
+        for ref in refs:
+            try:
+                out.append(ray.get(ref))
+            except RayError as exc:
+                self.stats.events["failed_tasks"] += 1
+                by_shard: dict[int, list[int]] = {}
+                for lease in self._in_flight[ref]:
+                    by_shard.setdefault(lease.shard, []).append(lease.lease_id)
+                reason = f"fetch task failed: {type(exc).__name__}"
+                ray.get([self.shards[s].release.remote(ids, reason) for s, ids in by_shard.items()])
+        return out
+
+    # --- reporting -----------------------------------------------------------------------------------
+
+    def _progress(self, state: str) -> dict[str, Any]:
+        now = time.time()
+        s = self.stats
+        elapsed = max(now - s.started_at, 1e-9)
+        return {
+            "state": state,
+            "elapsed_s": round(elapsed, 1),
+            "pages": s.pages_fetched,
+            "records": s.records,
+            "pages_per_s": round(s.pages_fetched / elapsed, 1),
+            "queued": self._queued,
+            "leased": self._leased,
+            "tasks_in_flight": len(self._in_flight),
+            "errors": s.outcomes["error"],
+            "stop_reason": self._stop_reason,
+        }
+
+    def _publish(self) -> None:
+        self.writer.flush()
+        with self._lock:
+            self._status = self._progress("stopping" if self._stop_reason else "running")
+        now = time.time()
+        if now - self._last_stats >= STATS_EVERY:
+            self._last_stats = now
+            write_stats(self.out_dir, self._summary())
+
+    def _summary(self) -> dict[str, Any]:
+        now = time.time()
+        shard_counters: list[dict[str, int]] = ray.get([s.counters.remote() for s in self.shards])
+        frontier: dict[str, int] = {}
+        for counters in shard_counters:
+            for key, value in counters.items():
+                if key != "next_due_in_ms":
+                    frontier[key] = frontier.get(key, 0) + value
+        summary = self.stats.summary(now)
+        summary.update(
+            {
+                "finished": self._finished,
+                "stop_reason": self._stop_reason or "frontier exhausted",
+                "shards": self.num_shards,
+                "frontier": frontier,
+                "dedup": ray.get(self.dedup.stats.remote()),
+                "out_dir": self.out_dir,
+            }
+        )
+        return summary
+
+
+@ray.remote(num_cpus=0, max_concurrency=8, max_restarts=0)
+class CoordinatorActor:
+    """The coordinator made remote; threaded so status() and stop() answer while run() loops."""
+
+    def __init__(self, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str) -> None:
+        self._coordinator = Coordinator(cfg, seeds, out_dir)
+
+    def run(self) -> dict[str, Any]:
+        return self._coordinator.run()
+
+    def status(self) -> dict[str, Any]:
+        return self._coordinator.status()
+
+    def stop(self, reason: str = "stopped by request") -> None:
+        self._coordinator.stop(reason)
+
+    def hosts(self) -> list[dict[str, Any]]:
+        return self._coordinator.hosts()

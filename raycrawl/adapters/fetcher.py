@@ -1,0 +1,200 @@
+"""Fetch a batch of leased URLs concurrently with httpx.
+
+One ``Fetcher`` per worker process (``fetcher_for``): a private event loop in a daemon thread owns one
+``httpx.AsyncClient``, so connections are reused across the many fetch tasks a process runs. The fetcher
+decides nothing about politeness: it waits for each lease's ``not_before`` (set by the host's shard), sends,
+and reports when the server answered. Network I/O runs on the loop; parsing, hashing and WARC writing run on
+the calling thread afterwards, so a slow parse never delays another URL's request.
+
+Addresses are resolved here (``--resolve`` overrides first), and the request goes to the resolved address with
+the original Host header: what was resolved is what is connected to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+import httpx
+
+from raycrawl.adapters.warc import WarcSink
+from raycrawl.core.links import decode_html, extract_links, is_html
+from raycrawl.core.records import FetchResult, Lease
+from raycrawl.core.robots import MAX_ROBOTS_BYTES
+from raycrawl.core.urls import DEFAULT_PORTS, canonicalize, path_of, split_netloc
+
+TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    user_agent: str = "raycrawl/0.1"
+    timeout: float = 30.0
+    max_body_bytes: int = 10 * 1024 * 1024
+    max_outlinks: int = 5000
+    tracking_params: tuple[str, ...] = ()
+    resolve: tuple[tuple[str, str], ...] = ()
+    warc_dir: str | None = None
+
+
+@dataclass(slots=True)
+class _Exchange:
+    """One request/response as seen on the wire, kept until the calling thread has used it."""
+
+    result: FetchResult
+    request_headers: list[tuple[str, str]] = field(default_factory=list)
+    status_line: str = ""
+    response_headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+
+class Fetcher:
+    def __init__(self, settings: FetchSettings) -> None:
+        self.settings = settings
+        self._resolve = dict(settings.resolve)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="raycrawl-fetch-loop", daemon=True)
+        self._thread.start()
+        self._client = asyncio.run_coroutine_threadsafe(self._make_client(), self._loop).result()
+        self._warc = WarcSink(settings.warc_dir) if settings.warc_dir else None
+
+    async def _make_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(self.settings.timeout),
+            follow_redirects=False,
+            trust_env=False,  # never route through a proxy from the environment
+            limits=httpx.Limits(max_connections=512, max_keepalive_connections=256),
+            headers={"User-Agent": self.settings.user_agent, "Accept": "text/html,*/*;q=0.8"},
+        )
+
+    def fetch_batch(self, leases: Sequence[Lease]) -> list[FetchResult]:
+        future = asyncio.run_coroutine_threadsafe(self._fetch_all(leases), self._loop)
+        exchanges = future.result()
+        results = []
+        for ex in exchanges:
+            self._finish(ex)
+            results.append(ex.result)
+        if self._warc is not None:
+            self._warc.flush()
+        return results
+
+    async def _fetch_all(self, leases: Sequence[Lease]) -> list[_Exchange]:
+        return list(await asyncio.gather(*(self._fetch_one(lease) for lease in leases)))
+
+    # --- on the loop ---------------------------------------------------------------------------------
+
+    async def _fetch_one(self, lease: Lease) -> _Exchange:
+        ex = _Exchange(FetchResult(lease=lease))
+        r = ex.result
+        # A lease about to expire may already be handed out again: sending now could break politeness.
+        if time.time() > lease.expires_at - self.settings.timeout - 5.0:
+            r.error, r.transient, r.responded_at = "LeaseExpired", True, time.time()
+            return ex
+        wait = lease.not_before - time.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        url = lease.url
+        hops = ROBOTS_MAX_REDIRECTS if lease.kind == "robots" else 0
+        limit = MAX_ROBOTS_BYTES if lease.kind == "robots" else self.settings.max_body_bytes
+        try:
+            async with asyncio.timeout(self.settings.timeout * 2):
+                for _ in range(hops + 1):
+                    await self._request(url, ex, limit)
+                    location = dict(ex.response_headers).get("location")
+                    if not (r.status in (301, 302, 303, 307, 308) and location and hops):
+                        break
+                    target = canonicalize(urljoin(url, location))
+                    if target is None:
+                        break
+                    url = target
+        except (httpx.HTTPError, OSError, TimeoutError, ValueError) as exc:
+            r.error = type(exc).__name__
+            r.transient = not isinstance(exc, ValueError)
+            r.responded_at = r.responded_at or time.time()
+        r.final_url = url
+        r.elapsed_ms = round((r.responded_at - r.sent_at) * 1000, 3) if r.sent_at else 0.0
+        return ex
+
+    async def _request(self, url: str, ex: _Exchange, limit: int) -> None:
+        r = ex.result
+        scheme, _, rest = url.partition("://")
+        netloc = rest.split("/", 1)[0]
+        host, explicit_port = split_netloc(netloc)
+        port = explicit_port or DEFAULT_PORTS[scheme]
+        address = await self._address_of(host, port)
+        ip_netloc = f"[{address}]" if ":" in address else address
+        target = f"{scheme}://{ip_netloc}:{port}{path_of(url)}"
+        headers = {"Host": netloc}
+        extensions = {"sni_hostname": host} if scheme == "https" else {}
+        request = self._client.build_request("GET", target, headers=headers, extensions=extensions)
+        ex.request_headers = [(k.decode(), v.decode()) for k, v in request.headers.raw]
+        r.sent_at = time.time()
+        response = await self._client.send(request, stream=True)
+        try:
+            r.responded_at = time.time()
+            r.status = response.status_code
+            r.transient = response.status_code in TRANSIENT_STATUSES
+            r.content_type = response.headers.get("content-type")
+            ex.status_line = f"{response.status_code} {response.reason_phrase}"
+            ex.response_headers = list(response.headers.multi_items())
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) >= limit:
+                    r.error = "TooLarge" if ex.result.lease.kind == "page" else None
+                    del body[limit:]
+                    break
+            ex.body = bytes(body)
+        finally:
+            await response.aclose()
+
+    async def _address_of(self, host: str, port: int) -> str:
+        if host in self._resolve:
+            return self._resolve[host]
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        if not infos:
+            raise OSError(f"no address for {host}")
+        return str(infos[0][4][0])
+
+    # --- on the calling thread -----------------------------------------------------------------------
+
+    def _finish(self, ex: _Exchange) -> None:
+        r = ex.result
+        if r.status is None:
+            return
+        r.size = len(ex.body)
+        r.sha256 = hashlib.sha256(ex.body).hexdigest()
+        if r.lease.kind == "robots":
+            r.body = ex.body
+        elif 300 <= r.status < 400:
+            location = dict(ex.response_headers).get("location")
+            target = canonicalize(urljoin(r.lease.url, location), self.settings.tracking_params) if location else None
+            if target:
+                # Redirect targets go back through the frontier like any link: dedup ends loops there.
+                r.final_url = target
+                r.outlinks = [target]
+        elif 200 <= r.status < 300 and is_html(r.content_type, ex.body[:512]):
+            html = decode_html(ex.body, r.content_type)
+            r.outlinks = extract_links(html, r.lease.url, self.settings.tracking_params, self.settings.max_outlinks)
+        if self._warc is not None:
+            self._warc.write(r.lease.url, ex.request_headers, ex.status_line, ex.response_headers, ex.body)
+
+
+_FETCHERS: dict[FetchSettings, Fetcher] = {}
+_FETCHERS_LOCK = threading.Lock()
+
+
+def fetcher_for(settings: FetchSettings) -> Fetcher:
+    """The process's Fetcher for these settings, created on first use and reused by later tasks."""
+    with _FETCHERS_LOCK:
+        fetcher = _FETCHERS.get(settings)
+        if fetcher is None:
+            fetcher = _FETCHERS[settings] = Fetcher(settings)
+        return fetcher

@@ -1,0 +1,53 @@
+"""WARC output (warcio): a request and a response record for every fetch, gzip per record.
+
+Each worker process appends to its own file under ``warc/``, so fetch tasks write bodies where they are
+instead of shipping them through the coordinator. The body stored is the decoded one (what was parsed and
+hashed); Content-Encoding and Transfer-Encoding are removed from the stored headers to match it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import time
+from pathlib import Path
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from raycrawl.core.urls import path_of
+
+_DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+
+
+class WarcSink:
+    def __init__(self, directory: str) -> None:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        name = f"raycrawl-{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000)}.warc.gz"
+        self.path = Path(directory) / name
+        self._file = self.path.open("ab")
+        self._writer = WARCWriter(self._file, gzip=True)
+
+    def write(
+        self,
+        url: str,
+        request_headers: list[tuple[str, str]],
+        status_line: str,
+        response_headers: list[tuple[str, str]],
+        body: bytes,
+    ) -> None:
+        request = StatusAndHeaders(f"GET {path_of(url)} HTTP/1.1", request_headers, is_http_request=True)
+        kept = [(k, v) for k, v in response_headers if k.lower() not in _DROPPED_HEADERS]
+        kept.append(("Content-Length", str(len(body))))
+        response = StatusAndHeaders(status_line, kept, protocol="HTTP/1.1")
+        w = self._writer
+        response_record = w.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=response)
+        request_record = w.create_warc_record(url, "request", payload=io.BytesIO(b""), http_headers=request)
+        w.write_request_response_pair(request_record, response_record)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

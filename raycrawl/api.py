@@ -1,0 +1,184 @@
+"""The Python API, for notebooks and scripts (the CLI is built on it).
+
+from raycrawl import Crawl, CrawlConfig
+crawl = Crawl(CrawlConfig(seeds=("https://example.com/",), out="out")).start()
+crawl.status(); crawl.hosts(); summary = crawl.wait()
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from raycrawl.adapters.output import PAGES_FILE, STATS_FILE, read_pages
+from raycrawl.config import CrawlConfig
+from raycrawl.core.urls import canonicalize
+from raycrawl.errors import ConfigError, SeedError, ServiceError
+
+Progress = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SeedProblem:
+    source: str
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.line}: not an http(s) URL: {self.text!r}"
+
+
+def load_seeds(cfg: CrawlConfig) -> tuple[list[str], list[SeedProblem]]:
+    """Canonical seeds from the config and the seeds file; malformed lines are returned, not raised."""
+    raw: list[tuple[str, int, str]] = [("argument", i + 1, s) for i, s in enumerate(cfg.seeds)]
+    if cfg.seeds_file:
+        try:
+            text = Path(cfg.seeds_file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise SeedError(f"seeds_file: cannot read {cfg.seeds_file} ({exc.strerror})") from None
+        for number, line in enumerate(text.splitlines(), 1):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                raw.append((cfg.seeds_file, number, line))
+    seeds: list[str] = []
+    problems: list[SeedProblem] = []
+    for source, number, text in raw:
+        canonical = canonicalize(text, cfg.tracking_params)
+        if canonical is None:
+            problems.append(SeedProblem(source, number, text))
+        elif canonical not in seeds:
+            seeds.append(canonical)
+    if problems and cfg.strict:
+        raise SeedError("; ".join(map(str, problems)))
+    if not seeds:
+        detail = f" ({problems[0]})" if problems else ""
+        raise SeedError(f"no usable seed URL: give seeds as arguments or with --seeds-file{detail}")
+    return seeds, problems
+
+
+def prepare_out_dir(cfg: CrawlConfig) -> str:
+    out = Path(cfg.out).expanduser().resolve()
+    if (out / PAGES_FILE).exists() and (out / PAGES_FILE).stat().st_size > 0:
+        if not cfg.fresh:
+            raise ConfigError(f"out: {out} already holds a crawl; choose another --out, or --fresh to replace it")
+        (out / PAGES_FILE).unlink()
+        (out / STATS_FILE).unlink(missing_ok=True)
+        shutil.rmtree(out / "warc", ignore_errors=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"out: cannot create {out} ({exc.strerror})") from None
+    return str(out)
+
+
+def ensure_ray(address: str | None) -> None:
+    import ray
+
+    if ray.is_initialized():
+        return
+    try:
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            logging_level="WARNING",
+            log_to_driver=False,  # worker chatter would garble the progress line; errors come back as values
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = address or "a local Ray instance"
+        raise ServiceError(f"cannot start or reach Ray at {where}: {exc}") from None
+
+
+class Crawl:
+    """A crawl running on Ray, driven from this process."""
+
+    def __init__(self, config: CrawlConfig) -> None:
+        self.config = config
+        self.seeds: list[str] = []
+        self.seed_problems: list[SeedProblem] = []
+        self.out_dir = ""
+        self._actor: Any = None
+        self._run_ref: Any = None
+        self._summary: dict[str, Any] | None = None
+
+    def start(self) -> Crawl:
+        """Validate seeds and output, start Ray if needed, and start the coordinator. Returns at once."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from raycrawl.actors.coordinator import CoordinatorActor
+
+        self.seeds, self.seed_problems = load_seeds(self.config)
+        self.out_dir = prepare_out_dir(self.config)
+        ensure_ray(self.config.ray_address)
+        # The coordinator writes pages.jsonl: keep it on this node, where --out was given.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        actor_class: Any = CoordinatorActor  # .options() is added by @ray.remote
+        self._actor = actor_class.options(scheduling_strategy=here).remote(self.config, self.seeds, self.out_dir)
+        self._run_ref = self._actor.run.remote()
+        return self
+
+    def _require_started(self) -> None:
+        if self._actor is None:
+            raise RuntimeError("the crawl has not been started: call start() first")
+
+    def status(self) -> dict[str, Any]:
+        import ray
+
+        self._require_started()
+        if self._summary is not None:
+            return {"state": "finished", **self._summary}
+        return dict(ray.get(self._actor.status.remote()))
+
+    def hosts(self) -> list[dict[str, Any]]:
+        """Per-host state: queue, in flight, delay, wait, robots status, fetched, errors."""
+        import ray
+
+        self._require_started()
+        return list(ray.get(self._actor.hosts.remote()))
+
+    def stop(self, reason: str = "stopped by request") -> None:
+        """Stop leasing; in-flight fetches finish, queued URLs end as out_of_budget. Then wait()."""
+        self._require_started()
+        if self._summary is None:
+            self._actor.stop.remote(reason)
+
+    def done(self) -> bool:
+        import ray
+
+        self._require_started()
+        return self._summary is not None or bool(ray.wait([self._run_ref], timeout=0)[0])
+
+    def wait(
+        self, timeout: float | None = None, progress: Progress | None = None, every: float = 0.5
+    ) -> dict[str, Any]:
+        """Block until the crawl ends (or ``timeout``); return its summary (stats.json's content)."""
+        import ray
+
+        self._require_started()
+        if self._summary is not None:
+            return self._summary
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            step = every if deadline is None else max(0.0, min(every, deadline - time.monotonic()))
+            ready, _ = ray.wait([self._run_ref], timeout=step)
+            if ready:
+                self._summary = dict(ray.get(self._run_ref))
+                ray.kill(self._actor)
+                return self._summary
+            if progress is not None:
+                progress(self.status())
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"the crawl did not finish within {timeout} s")
+
+    def results(self) -> list[dict[str, Any]]:
+        """The records written so far (pages.jsonl)."""
+        return read_pages(self.out_dir)
+
+
+def crawl(config: CrawlConfig, progress: Progress | None = None) -> dict[str, Any]:
+    """Run a crawl to its end and return its summary."""
+    return Crawl(config).start().wait(progress=progress)

@@ -1,0 +1,203 @@
+"""The ``raycrawl`` command line.
+
+Exit codes: 0 the crawl finished (or was stopped cleanly); 1 the crawl failed; 2 bad configuration, flags or
+seeds; 3 a service (Ray) could not be reached; 130 interrupted twice (hard stop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import sys
+import types
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+from raycrawl.config import FIELD_TYPES, CrawlConfig, load_config
+from raycrawl.errors import RaycrawlError
+
+HELP = {
+    "seeds_file": "file with one seed URL per line (# comments allowed)",
+    "out": "output directory: pages.jsonl, warc/, stats.json (default: crawl-out)",
+    "max_pages": "stop after this many pages were fetched",
+    "max_depth": "do not follow links more than this many hops from a seed",
+    "time_limit": "stop after this many seconds",
+    "scope": "which links to follow: host (the seeds' hosts), domain (their registered domains), any",
+    "allow": "only follow URLs matching this regex (repeatable)",
+    "deny": "never follow URLs matching this regex (repeatable; wins over --allow)",
+    "tracking_params": "query parameters dropped from URLs, comma-separated fnmatch patterns",
+    "delay": "minimum seconds between two requests to one host (default 1.0)",
+    "per_host_concurrency": "requests in flight per host (default 1)",
+    "shards": "number of frontier shards (default: one per CPU, at least 2)",
+    "dedup": "seen-set: exact (64-bit fingerprints, ~16 B/URL) or bloom (smaller, may drop a few URLs)",
+    "bloom_capacity": "URLs the Bloom filter is sized for (default 10,000,000)",
+    "bloom_error_rate": "the Bloom filter's false-positive rate at capacity (default 0.001)",
+    "user_agent": "User-Agent header; its first word is the robots.txt token (default raycrawl/0.1)",
+    "allow_private_networks": "allow fetching private and loopback addresses",
+    "resolve": "pin a host name to an address, HOST=IP (repeatable), like curl --resolve",
+    "ray_address": "address of a running Ray cluster (default: start a local one, or RAY_ADDRESS)",
+    "fetch_batch_size": "URLs per fetch task when enough are due (default 32)",
+    "max_tasks_in_flight": "fetch tasks running at once (default 4)",
+    "fetch_task_cpus": "CPUs a fetch task reserves (default 0.5: fetching is mostly waiting)",
+    "timeout": "connect/read timeout per request, seconds (default 30)",
+    "max_body_bytes": "largest body read, in bytes (default 10 MiB)",
+    "max_attempts": "attempts per URL for transient failures (default 3)",
+    "max_queue_per_host": "queued URLs per host before new ones are shed as out_of_budget",
+    "max_queue_total": "queued URLs per shard before new ones are shed as out_of_budget",
+    "lease_horizon": "how far ahead (s) a URL may be leased before its host is due (default 0.3)",
+    "robots_ttl": "seconds a robots.txt is cached (default 86400)",
+    "warc": "write WARC files (default true; --no-warc to skip)",
+    "strict": "a malformed seed is an error instead of a warning",
+    "fresh": "replace an earlier crawl's output in --out",
+    "quiet": "no progress line",
+}
+
+
+def _add_config_flags(parser: argparse.ArgumentParser) -> None:
+    for f in dataclasses.fields(CrawlConfig):
+        if f.name == "seeds":
+            continue
+        flag = "--" + f.name.replace("_", "-")
+        tp = FIELD_TYPES[f.name]
+        origin = typing.get_origin(tp)
+        help_text = HELP.get(f.name, "")
+        if tp is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        elif origin is tuple and f.name != "tracking_params":
+            parser.add_argument(flag, action="append", default=None, metavar="VALUE", help=help_text)
+        else:
+            metavar = "|".join(typing.get_args(tp)) if origin is typing.Literal else None
+            if origin in (types.UnionType, typing.Union):
+                metavar = None
+            parser.add_argument(flag, default=None, metavar=metavar, help=help_text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="raycrawl", description="A polite, durable, distributed web crawler")
+    sub = parser.add_subparsers(dest="command", required=True)
+    crawl = sub.add_parser("crawl", help="crawl from seed URLs")
+    crawl.add_argument("seeds", nargs="*", metavar="SEED", help="seed URLs")
+    crawl.add_argument("--config", help="TOML file with settings (see README for precedence)")
+    _add_config_flags(crawl)
+    demo = sub.add_parser("demo", help="start the built-in test web on 127.0.0.x and crawl it")
+    demo.add_argument("--hosts", type=int, default=8)
+    demo.add_argument("--pages", type=int, default=60, help="pages per host")
+    demo.add_argument("--out", default="raycrawl-demo")
+    demo.add_argument("--delay", type=float, default=0.1)
+    demo.add_argument("--quiet", action="store_true")
+    return parser
+
+
+def _cli_values(args: argparse.Namespace) -> dict[str, Any]:
+    values = {k: v for k, v in vars(args).items() if k in FIELD_TYPES and v is not None}
+    if args.seeds:
+        values["seeds"] = tuple(args.seeds)
+    for key, value in list(values.items()):
+        if isinstance(value, list):
+            values[key] = tuple(value)
+    return values
+
+
+class ProgressLine:
+    """One self-overwriting status line on a terminal's stderr; nothing when not a terminal or quiet."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self._width = 0
+
+    def __call__(self, status: dict[str, Any]) -> None:
+        if not self.enabled or status.get("state") == "starting":
+            return
+        line = (
+            f"[{status.get('elapsed_s', 0):7.1f}s] pages {status.get('pages', 0)} "
+            f"({status.get('pages_per_s', 0)}/s)  queued {status.get('queued', 0)}  "
+            f"leased {status.get('leased', 0)}  tasks {status.get('tasks_in_flight', 0)}  "
+            f"errors {status.get('errors', 0)}"
+        )
+        sys.stderr.write("\r" + line.ljust(self._width))
+        sys.stderr.flush()
+        self._width = len(line)
+
+    def close(self) -> None:
+        if self.enabled and self._width:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("outcomes", {}).items())) or "none"
+    print(
+        f"raycrawl: {summary.get('stop_reason')} after {summary.get('elapsed_s')} s: "
+        f"{summary.get('records')} records ({outcomes}); {summary.get('pages_per_s')} pages/s; "
+        f"{summary.get('urls_per_task')} URLs per fetch task"
+    )
+    print(f"raycrawl: output in {summary.get('out_dir')} (pages.jsonl, warc/, stats.json)")
+
+
+def run_crawl(cfg: CrawlConfig) -> int:
+    from raycrawl.api import Crawl
+
+    crawl = Crawl(cfg).start()
+    for problem in crawl.seed_problems:
+        print(f"raycrawl: skipped seed {problem}", file=sys.stderr)
+    progress = ProgressLine(not cfg.quiet)
+    interrupts = 0
+
+    def on_signal(signum: int, frame: types.FrameType | None) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts > 1:
+            raise KeyboardInterrupt
+        name = signal.Signals(signum).name
+        print(f"\nraycrawl: {name}: stopping (in-flight fetches finish; again to abort)", file=sys.stderr)
+        crawl.stop(f"stopped by {name}")
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        summary = crawl.wait(progress=progress)
+    except KeyboardInterrupt:
+        progress.close()
+        print("raycrawl: aborted", file=sys.stderr)
+        return 130
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    progress.close()
+    print_summary(summary)
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from raycrawl.testing import TestWeb, WebSpec
+
+    spec = WebSpec(hosts=args.hosts, pages_per_host=args.pages)
+    with TestWeb(spec) as web:
+        print(f"raycrawl demo: test web of {spec.hosts} hosts x {spec.pages_per_host} pages on 127.0.0.x:{web.port}")
+        cfg = CrawlConfig(
+            seeds=tuple(web.graph.seeds()[:2]),
+            out=args.out,
+            scope="any",
+            delay=args.delay,
+            allow_private_networks=True,
+            fresh=True,
+            quiet=args.quiet,
+        )
+        return run_crawl(cfg)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "demo":
+            return run_demo(args)
+        cfg = load_config(_cli_values(args), config_file=args.config)
+        return run_crawl(cfg)
+    except RaycrawlError as exc:
+        print(f"raycrawl: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

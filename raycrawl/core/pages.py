@@ -1,0 +1,53 @@
+"""The output record of each terminal URL (one line of pages.jsonl)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from raycrawl.core.records import FetchResult, Terminal
+
+
+def iso_utc(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def fetch_record(result: FetchResult) -> dict[str, Any]:
+    lease = result.lease
+    fetched = result.status is not None and result.error is None
+    return {
+        "url": lease.url,
+        "final_url": result.final_url or lease.url,
+        "status": result.status,
+        "outcome": "fetched" if fetched else "error",
+        "depth": lease.depth,
+        "parent": lease.parent,
+        "fetched_at": iso_utc(result.responded_at or result.sent_at),
+        "elapsed_ms": result.elapsed_ms,
+        "content_type": result.content_type,
+        "bytes": result.size,
+        "sha256": result.sha256,
+        "outlinks": result.outlinks,
+        "attempts": lease.attempts + 1,
+        "error": result.error,
+    }
+
+
+def terminal_record(terminal: Terminal, now: float) -> dict[str, Any]:
+    entry = terminal.entry
+    return {
+        "url": entry.url,
+        "final_url": None,
+        "status": None,
+        "outcome": terminal.outcome,
+        "depth": entry.depth,
+        "parent": entry.parent,
+        "fetched_at": iso_utc(now),
+        "elapsed_ms": None,
+        "content_type": None,
+        "bytes": 0,
+        "sha256": None,
+        "outlinks": [],
+        "attempts": entry.attempts,
+        "error": terminal.detail,
+    }

@@ -1,0 +1,50 @@
+"""The crawl's counters, and the summary built from them (stats.json, the progress line, ``status()``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CrawlStats:
+    started_at: float
+    outcomes: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[str] = field(default_factory=Counter)
+    dropped: Counter[str] = field(default_factory=Counter)  # links not queued, by rule
+    events: Counter[str] = field(default_factory=Counter)  # retries, stale acks, failed tasks ...
+    bytes: int = 0
+    tasks: int = 0
+    task_urls: int = 0
+    robots_fetches: int = 0
+    seeds: int = 0
+
+    @property
+    def pages_fetched(self) -> int:
+        return self.outcomes["fetched"] + self.outcomes["error"]
+
+    @property
+    def records(self) -> int:
+        return sum(self.outcomes.values())
+
+    def count_task(self, urls: int) -> None:
+        self.tasks += 1
+        self.task_urls += urls
+
+    def summary(self, now: float) -> dict[str, Any]:
+        elapsed = max(now - self.started_at, 1e-9)
+        return {
+            "elapsed_s": round(elapsed, 3),
+            "records": self.records,
+            "outcomes": dict(self.outcomes),
+            "statuses": dict(self.statuses),
+            "pages_per_s": round(self.pages_fetched / elapsed, 2),
+            "bytes": self.bytes,
+            "fetch_tasks": self.tasks,
+            "urls_per_task": round(self.task_urls / self.tasks, 2) if self.tasks else 0.0,
+            "robots_fetches": self.robots_fetches,
+            "dropped_links": dict(self.dropped),
+            "events": dict(self.events),
+            "seeds": self.seeds,
+        }

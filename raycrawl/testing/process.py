@@ -1,0 +1,107 @@
+"""Run the test web in a child process and read what its server saw."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from raycrawl.testing.graph import WebGraph, WebSpec
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class TestWeb:
+    __test__ = False  # not a pytest test class
+    """``with TestWeb(WebSpec(hosts=20)) as web: ... web.requests()``"""
+
+    def __init__(self, spec: WebSpec | None = None, log_dir: str | None = None, startup_timeout: float = 30.0):
+        self.spec = spec or WebSpec()
+        self._tmp = None if log_dir else tempfile.TemporaryDirectory(prefix="raycrawl-testweb-")
+        self.log_path = Path(log_dir or self._tmp.name) / "requests.jsonl"  # type: ignore[union-attr]
+        self._startup_timeout = startup_timeout
+        self._proc: subprocess.Popen[str] | None = None
+        self.port = 0
+        self.graph = WebGraph(self.spec, 0)
+
+    def start(self) -> TestWeb:
+        args = [sys.executable, "-m", "raycrawl.testing.server", "--log", str(self.log_path)]
+        for f in dataclasses.fields(WebSpec):
+            value = getattr(self.spec, f.name)
+            flag = "--" + f.name.replace("_", "-")
+            if isinstance(value, bool):
+                args += [flag] if value else []
+            elif value is not None:
+                args += [flag, str(value)]
+        self._proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+        assert self._proc.stdout is not None
+        ready, _, _ = select.select([self._proc.stdout], [], [], self._startup_timeout)
+        line = self._proc.stdout.readline() if ready else ""
+        if not line:
+            self.stop()
+            raise RuntimeError("the test web did not start (see its stderr above)")
+        info = json.loads(line)
+        self.port = int(info["port"])
+        self.graph = WebGraph(self.spec, self.port)
+        return self
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None
+
+    def __enter__(self) -> TestWeb:
+        return self.start()
+
+    def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
+        self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    # --- what the server saw -------------------------------------------------------------------------
+
+    def requests(self) -> list[dict[str, Any]]:
+        if not self.log_path.exists():
+            return []
+        with self.log_path.open(encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.endswith("\n")]
+
+    def wait_for_requests(self, count: int, timeout: float) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self.requests()
+            if len(seen) >= count or time.monotonic() > deadline:
+                return seen
+            time.sleep(0.05)
+
+
+def gaps_by_host(requests: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Seconds between consecutive requests to each host, as the server saw them."""
+    times: dict[str, list[float]] = defaultdict(list)
+    for r in requests:
+        times[r["ip"]].append(r["t"])
+    out: dict[str, list[float]] = {}
+    for host, ts in times.items():
+        ts.sort()
+        out[host] = [b - a for a, b in itertools.pairwise(ts)]
+    return out

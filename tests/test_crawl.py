@@ -1,0 +1,137 @@
+"""Issue 2's acceptance on the test web: the server's request log and the written output are the evidence."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import assert_each_url_once, page_requests, run
+
+from raycrawl.config import CrawlConfig
+from raycrawl.core.urls import canonicalize
+from raycrawl.testing import TestWeb, WebSpec
+from raycrawl.testing.process import gaps_by_host
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+
+
+def test_full_crawl_is_complete_exactly_once_and_polite(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=20, pages_per_host=200, page_bytes=300)
+    with TestWeb(spec) as web:
+        cfg = CrawlConfig(seeds=tuple(web.graph.seeds()), out=str(tmp_path / "out"), delay=0.2, quiet=True)
+        summary, records = run(cfg)
+        requests = web.requests()
+
+    reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
+    assert len(reachable) == 20 * 200  # the graph is a tree per host: every page is reachable
+    assert_each_url_once(records)
+    fetched = {r["url"] for r in records if r["outcome"] == "fetched"}
+    assert fetched == set(reachable)
+    denied = {r["url"] for r in records if r["outcome"] == "robots_denied"}
+    assert denied == web.graph.private_urls(reachable)
+    assert {r["outcome"] for r in records} == {"fetched", "robots_denied"}
+
+    # What the server saw: every page once, robots.txt once per host, nothing disallowed, no gap under 0.2 s.
+    seen = Counter(canonicalize(f"http://{r['host']}{r['path']}") for r in page_requests(requests))
+    assert set(seen) == set(reachable) and max(seen.values()) == 1
+    robots = Counter(r["ip"] for r in requests if r["path"] == "/robots.txt")
+    assert len(robots) == 20 and set(robots.values()) == {1}
+    assert not any(r["path"].startswith("/private/") for r in requests)
+    gaps = gaps_by_host(requests)
+    too_close = {host: min(g) for host, g in gaps.items() if min(g) < 0.2}
+    assert too_close == {}
+
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats == summary  # stats.json holds the summary the API returned
+    assert stats["finished"] and stats["stop_reason"] == "frontier exhausted"
+    assert stats["outcomes"]["fetched"] == 4000
+    assert stats["urls_per_task"] >= 16, stats["urls_per_task"]
+    assert list((tmp_path / "out" / "warc").glob("*.warc.gz"))
+
+
+def test_max_pages(tmp_path: Path) -> None:
+    with TestWeb(WebSpec(hosts=5, pages_per_host=100)) as web:
+        cfg = CrawlConfig(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, max_pages=50, quiet=True)
+        summary, records = run(cfg)
+        pages = page_requests(web.requests())
+    assert len(pages) == 50
+    assert_each_url_once(records)
+    outcomes = Counter(r["outcome"] for r in records)
+    assert outcomes["fetched"] == 50
+    assert outcomes["out_of_budget"] > 0  # what was queued when the budget ran out is recorded, not dropped
+    assert summary["stop_reason"] == "max-pages reached"
+
+
+def test_max_depth(tmp_path: Path) -> None:
+    with TestWeb(WebSpec(hosts=3, pages_per_host=100, private_links=False)) as web:
+        cfg = CrawlConfig(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, max_depth=1, quiet=True)
+        summary, records = run(cfg)
+        pages = page_requests(web.requests())
+    graph = web.graph
+    expected = {u for u, d in graph.reachable([(h, 0) for h in range(3)]).items() if d <= 1}
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == expected
+    assert {canonicalize(f"http://{r['host']}{r['path']}") for r in pages} == expected
+    assert max(r["depth"] for r in records) == 1
+    assert summary["dropped_links"]["max_depth"] > 0
+
+
+def test_time_limit(tmp_path: Path) -> None:
+    with TestWeb(WebSpec(hosts=2, pages_per_host=200)) as web:
+        cfg = CrawlConfig(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.5, time_limit=3, quiet=True)
+        summary, records = run(cfg)
+        requests = web.requests()
+    assert summary["stop_reason"] == "time limit reached"
+    span = max(r["t"] for r in requests) - min(r["t"] for r in requests)
+    # Nothing is leased after the limit; what was already leased (up to lease_horizon ahead) still goes out.
+    assert span <= 3 + cfg.lease_horizon + 0.5
+    assert_each_url_once(records)
+    assert Counter(r["outcome"] for r in records)["out_of_budget"] > 0
+
+
+@pytest.mark.parametrize(
+    ("scope", "expected_hosts"),
+    [("host", {"h0.site0.test"}), ("domain", {f"h{i}.site0.test" for i in range(4)}), ("any", None)],
+)
+def test_scopes(tmp_path: Path, scope: str, expected_hosts: set[str] | None) -> None:
+    spec = WebSpec(hosts=8, pages_per_host=30, names=True, cross_host_links=0.6)
+    with TestWeb(spec) as web:
+        cfg = CrawlConfig(
+            seeds=(web.graph.url(0, 0),),
+            out=str(tmp_path),
+            delay=0.0,
+            scope=scope,  # type: ignore[arg-type]
+            resolve=tuple(web.graph.resolve_entries()),
+            quiet=True,
+        )
+        summary, records = run(cfg)
+        requests = web.requests()
+    hosts = {r["host"].rsplit(":", 1)[0] for r in requests}
+    if expected_hosts is not None:
+        assert hosts == expected_hosts
+    else:
+        assert any(".site1." in h for h in hosts)  # beyond the seed's registered domain
+    assert_each_url_once(records)
+    assert summary["dropped_links"].get("out_of_scope", 0) > (0 if scope != "any" else -1)
+
+
+def test_exact_and_bloom_find_the_same_pages(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=50, pages_per_host=200, page_bytes=100, private_links=False)
+    found = {}
+    with TestWeb(spec) as web:
+        for kind in ("exact", "bloom"):
+            cfg = CrawlConfig(
+                seeds=tuple(web.graph.seeds()),
+                out=str(tmp_path / kind),
+                delay=0.0,
+                dedup=kind,  # type: ignore[arg-type]
+                bloom_capacity=100_000,
+                bloom_error_rate=1e-6,
+                quiet=True,
+            )
+            summary, records = run(cfg)
+            found[kind] = {r["url"] for r in records if r["outcome"] == "fetched"}
+            assert summary["dedup"]["size"] == len(found[kind])
+    assert len(found["exact"]) == 10_000
+    assert found["bloom"] == found["exact"]
