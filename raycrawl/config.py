@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import ipaddress
 import math
 import os
 import re
@@ -64,6 +65,7 @@ class CrawlConfig:
     bloom_error_rate: float = 0.001
     user_agent: str = "raycrawl/0.1"
     allow_private_networks: bool = False
+    allow_network: tuple[str, ...] = ()
     resolve: tuple[str, ...] = ()
     ray_address: str | None = None
     fetch_batch_size: int = 32
@@ -125,6 +127,11 @@ def _validate(cfg: CrawlConfig) -> None:
                 re.compile(pattern)
             except re.error as exc:
                 raise ConfigError(f"{key}: {pattern!r} is not a valid regular expression ({exc})") from None
+    for cidr in cfg.allow_network:
+        try:
+            ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            raise ConfigError(f"allow_network: {cidr!r}: expected a CIDR such as 127.0.0.0/8") from None
     for entry in cfg.resolve:
         host, sep, addr = entry.partition("=")
         if not sep or not host or not addr:

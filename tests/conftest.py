@@ -23,6 +23,17 @@ def ray_local() -> Iterator[None]:
         ray.shutdown()
 
 
+LOOPBACK = ("127.0.0.0/8",)
+
+
+def local_config(**kw: Any) -> Any:
+    """A CrawlConfig for the test web: loopback is opted in explicitly, as a user would have to."""
+    from raycrawl.config import CrawlConfig
+
+    kw.setdefault("quiet", True)
+    return CrawlConfig(allow_network=LOOPBACK, **kw)
+
+
 def run(cfg: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run a crawl to its end; (summary, records)."""
     from raycrawl.api import Crawl

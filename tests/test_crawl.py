@@ -7,9 +7,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import assert_each_url_once, page_requests, run
+from conftest import assert_each_url_once, local_config, page_requests, run
 
-from raycrawl.config import CrawlConfig
 from raycrawl.core.urls import canonicalize
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
@@ -20,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("ray_local")
 def test_full_crawl_is_complete_exactly_once_and_polite(tmp_path: Path) -> None:
     spec = WebSpec(hosts=20, pages_per_host=200, page_bytes=300)
     with TestWeb(spec) as web:
-        cfg = CrawlConfig(seeds=tuple(web.graph.seeds()), out=str(tmp_path / "out"), delay=0.2, quiet=True)
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path / "out"), delay=0.2)
         summary, records = run(cfg)
         requests = web.requests()
 
@@ -53,7 +52,7 @@ def test_full_crawl_is_complete_exactly_once_and_polite(tmp_path: Path) -> None:
 
 def test_max_pages(tmp_path: Path) -> None:
     with TestWeb(WebSpec(hosts=5, pages_per_host=100)) as web:
-        cfg = CrawlConfig(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, max_pages=50, quiet=True)
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, max_pages=50)
         summary, records = run(cfg)
         pages = page_requests(web.requests())
     assert len(pages) == 50
@@ -66,7 +65,7 @@ def test_max_pages(tmp_path: Path) -> None:
 
 def test_max_depth(tmp_path: Path) -> None:
     with TestWeb(WebSpec(hosts=3, pages_per_host=100, private_links=False)) as web:
-        cfg = CrawlConfig(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, max_depth=1, quiet=True)
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, max_depth=1)
         summary, records = run(cfg)
         pages = page_requests(web.requests())
     graph = web.graph
@@ -79,7 +78,7 @@ def test_max_depth(tmp_path: Path) -> None:
 
 def test_time_limit(tmp_path: Path) -> None:
     with TestWeb(WebSpec(hosts=2, pages_per_host=200)) as web:
-        cfg = CrawlConfig(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.5, time_limit=3, quiet=True)
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.5, time_limit=3)
         summary, records = run(cfg)
         requests = web.requests()
     assert summary["stop_reason"] == "time limit reached"
@@ -97,13 +96,12 @@ def test_time_limit(tmp_path: Path) -> None:
 def test_scopes(tmp_path: Path, scope: str, expected_hosts: set[str] | None) -> None:
     spec = WebSpec(hosts=8, pages_per_host=30, names=True, cross_host_links=0.6)
     with TestWeb(spec) as web:
-        cfg = CrawlConfig(
+        cfg = local_config(
             seeds=(web.graph.url(0, 0),),
             out=str(tmp_path),
             delay=0.0,
             scope=scope,  # type: ignore[arg-type]
             resolve=tuple(web.graph.resolve_entries()),
-            quiet=True,
         )
         summary, records = run(cfg)
         requests = web.requests()
@@ -121,17 +119,30 @@ def test_exact_and_bloom_find_the_same_pages(tmp_path: Path) -> None:
     found = {}
     with TestWeb(spec) as web:
         for kind in ("exact", "bloom"):
-            cfg = CrawlConfig(
+            cfg = local_config(
                 seeds=tuple(web.graph.seeds()),
                 out=str(tmp_path / kind),
                 delay=0.0,
                 dedup=kind,  # type: ignore[arg-type]
                 bloom_capacity=100_000,
                 bloom_error_rate=1e-6,
-                quiet=True,
             )
             summary, records = run(cfg)
             found[kind] = {r["url"] for r in records if r["outcome"] == "fetched"}
             assert summary["dedup"]["size"] == len(found[kind])
     assert len(found["exact"]) == 10_000
     assert found["bloom"] == found["exact"]
+
+
+def test_loopback_is_not_reached_without_an_opt_in(tmp_path: Path) -> None:
+    from raycrawl.config import CrawlConfig
+
+    with TestWeb(WebSpec(hosts=2, pages_per_host=5)) as web:
+        cfg = CrawlConfig(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, quiet=True)
+        summary, records = run(cfg)
+        requests = web.requests()
+    assert requests == []  # the test web is the canary: not one connection
+    assert {(r["url"], r["outcome"], r["error"]) for r in records} == {
+        (seed, "error", "robots.txt unavailable (BlockedAddress)") for seed in web.graph.seeds()
+    }
+    assert summary["frontier"]["robots_given_up"] == 2

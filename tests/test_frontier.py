@@ -192,3 +192,14 @@ def test_batches_fill_up_or_launch_when_due() -> None:
     staged = [lease(i, 10.0) for i in range(100)]
     batches = take_batches(staged, 2, 32, now=0.0, launch_slack=0.05)
     assert [len(b) for b in batches] == [50, 50]  # over the task cap: batches grow
+
+
+def test_permanent_robots_failure_ends_host_at_once() -> None:
+    clock = FakeClock()
+    shard = make(clock, max_attempts=3)
+    shard.push([UrlEntry("http://a.test/1", 0), UrlEntry("http://a.test/2", 0)])
+    (robots,) = shard.lease(1)
+    shard.ack([Ack(robots.lease_id, None, clock.now, 0.0, False, "BlockedAddress")])
+    assert [t.detail for t in shard.take_terminals()] == ["robots.txt unavailable (BlockedAddress)"] * 2
+    shard.push([UrlEntry("http://a.test/3", 1)])
+    assert [t.outcome for t in shard.take_terminals()] == ["error"]

@@ -64,6 +64,8 @@ def fetch_settings(cfg: CrawlConfig, out_dir: str) -> FetchSettings:
         tracking_params=cfg.tracking_params,
         resolve=tuple(sorted(cfg.resolve_map().items())),
         warc_dir=str(Path(out_dir) / "warc") if cfg.warc else None,
+        allow_private_networks=cfg.allow_private_networks,
+        allow_networks=cfg.allow_network,
     )
 
 

@@ -24,6 +24,7 @@ from urllib.parse import urljoin
 import httpx
 
 from raycrawl.adapters.warc import WarcSink
+from raycrawl.core.addresses import address_allowed, parse_networks
 from raycrawl.core.links import decode_html, extract_links, is_html
 from raycrawl.core.records import FetchResult, Lease
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
@@ -42,6 +43,12 @@ class FetchSettings:
     tracking_params: tuple[str, ...] = ()
     resolve: tuple[tuple[str, str], ...] = ()
     warc_dir: str | None = None
+    allow_private_networks: bool = False
+    allow_networks: tuple[str, ...] = ()
+
+
+class BlockedAddress(Exception):
+    """The host resolved to an address the crawl may not connect to (loopback, private, metadata ...)."""
 
 
 @dataclass(slots=True)
@@ -59,6 +66,7 @@ class Fetcher:
     def __init__(self, settings: FetchSettings) -> None:
         self.settings = settings
         self._resolve = dict(settings.resolve)
+        self._allowed_networks = parse_networks(settings.allow_networks)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="raycrawl-fetch-loop", daemon=True)
         self._thread.start()
@@ -114,9 +122,9 @@ class Fetcher:
                     if target is None:
                         break
                     url = target
-        except (httpx.HTTPError, OSError, TimeoutError, ValueError) as exc:
+        except (httpx.HTTPError, OSError, TimeoutError, ValueError, BlockedAddress) as exc:
             r.error = type(exc).__name__
-            r.transient = not isinstance(exc, ValueError)
+            r.transient = not isinstance(exc, ValueError | BlockedAddress)
             r.responded_at = r.responded_at or time.time()
         r.final_url = url
         r.elapsed_ms = round((r.responded_at - r.sent_at) * 1000, 3) if r.sent_at else 0.0
@@ -156,12 +164,17 @@ class Fetcher:
             await response.aclose()
 
     async def _address_of(self, host: str, port: int) -> str:
-        if host in self._resolve:
-            return self._resolve[host]
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        if not infos:
-            raise OSError(f"no address for {host}")
-        return str(infos[0][4][0])
+        """The address to connect to: resolved here and checked, so no later lookup can swap it."""
+        address = self._resolve.get(host)
+        if address is None:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            if not infos:
+                raise OSError(f"no address for {host}")
+            address = str(infos[0][4][0])
+        s = self.settings
+        if not address_allowed(address, s.allow_private_networks, self._allowed_networks):
+            raise BlockedAddress(f"{host} resolves to {address}")
+        return address
 
     # --- on the calling thread -----------------------------------------------------------------------
 

@@ -302,10 +302,12 @@ class FrontierShard:
         self.counters["robots_fetched"] += 1
         if rules.unavailable:
             hs.robots_failures += 1
-            if hs.robots_failures >= s.max_attempts:
+            permanent = ack.error is not None and not ack.transient  # e.g. a blocked address: no retry helps
+            if permanent or hs.robots_failures >= s.max_attempts:
                 hs.robots_given_up = True
                 self.counters["robots_given_up"] += 1
-                self._end_queue(hs, "error", f"robots.txt unavailable (status {ack.status or ack.error})")
+                why = ack.error if ack.status is None else f"status {ack.status}"
+                self._end_queue(hs, "error", f"robots.txt unavailable ({why})")
                 return
             retry_at = now + self._backoff(hs.robots_failures)
             hs.robots = RobotsRules("unavailable", ack.status, fetched_at=now, expires_at=retry_at)

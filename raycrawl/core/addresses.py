@@ -1,0 +1,37 @@
+"""Which resolved addresses the crawler may connect to (the SSRF guard's classifier).
+
+By default only globally routable unicast addresses: never loopback, private (RFC 1918), link-local (the
+cloud metadata address 169.254.169.254 included), CGNAT, multicast, unspecified, reserved, IPv6 ULA or
+link-local, nor IPv4-mapped spellings of these. The check runs on the address actually connected to.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(cidrs: Iterable[str]) -> tuple[IPNetwork, ...]:
+    return tuple(ipaddress.ip_network(c, strict=False) for c in cidrs)
+
+
+def is_public(address: IPAddress) -> bool:
+    if isinstance(address, ipaddress.IPv6Address):
+        mapped = address.ipv4_mapped or address.sixtofour
+        if mapped is not None:
+            return is_public(mapped)
+    return address.is_global and not address.is_multicast and not address.is_reserved
+
+
+def address_allowed(address: str, allow_private: bool, allowed: tuple[IPNetwork, ...] = ()) -> bool:
+    """May the crawler connect to this (already resolved) address?"""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if allow_private or any(ip in net for net in allowed):
+        return True
+    return is_public(ip)

@@ -1,0 +1,85 @@
+from pathlib import Path
+
+import pytest
+
+from raycrawl.api import load_seeds, prepare_out_dir
+from raycrawl.config import CrawlConfig, load_config
+from raycrawl.errors import ConfigError, SeedError
+
+
+def test_precedence_defaults_toml_env_cli(tmp_path: Path) -> None:
+    toml = tmp_path / "crawl.toml"
+    toml.write_text('delay = 2.5\nmax-pages = 10\nscope = "domain"\ndeny = ["a", "b"]\n')
+    env = {"RAYCRAWL_MAX_PAGES": "20", "RAYCRAWL_USER_AGENT": "envbot/1"}
+    cfg = load_config({"user_agent": "clibot/2", "shards": None}, str(toml), env)
+    assert cfg.delay == 2.5  # TOML over default
+    assert cfg.max_pages == 20  # env over TOML
+    assert cfg.user_agent == "clibot/2"  # CLI over env
+    assert cfg.scope == "domain" and cfg.deny == ("a", "b")
+    assert cfg.per_host_concurrency == CrawlConfig().per_host_concurrency
+    assert load_config({}, None, {"RAYCRAWL_CONFIG": str(toml)}).delay == 2.5
+
+
+def test_crawl_table_and_env_lists(tmp_path: Path) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text("[crawl]\nmax_depth = 3\n")
+    cfg = load_config({}, str(toml), {"RAYCRAWL_ALLOW": "x, y", "RAYCRAWL_WARC": "no", "RAYCRAWL_MAX_PAGES": ""})
+    assert cfg.max_depth == 3 and cfg.allow == ("x", "y") and cfg.warc is False and cfg.max_pages is None
+
+
+@pytest.mark.parametrize(
+    ("cli", "message"),
+    [
+        ({"delay": "-1"}, "delay = -1.0: expected seconds >= 0"),
+        ({"delay": "fast"}, "delay = 'fast': expected a number"),
+        ({"scope": "planet"}, "scope = 'planet': expected one of host, domain, any"),
+        ({"max_pages": "1.5"}, "max_pages = '1.5': expected a whole number"),
+        ({"dedup": "fuzzy"}, "dedup = 'fuzzy': expected one of exact, bloom"),
+        ({"deny": ("(",)}, "deny: '(' is not a valid regular expression"),
+        ({"resolve": ("nohost",)}, "resolve: 'nohost': expected HOST=IP"),
+        ({"max_pagess": "3"}, "unknown setting 'max_pagess' (did you mean 'max_pages'?)"),
+    ],
+)
+def test_bad_values_name_the_key(cli: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(cli, None, {})
+    assert message in str(err.value)
+
+
+def test_bad_toml_and_env(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("delay = = 1")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config({}, str(bad), {})
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config({}, str(tmp_path / "missing.toml"), {})
+    with pytest.raises(ConfigError, match="environment: unknown setting 'DELAYY'"):
+        load_config({}, None, {"RAYCRAWL_DELAYY": "1"})
+
+
+def test_config_is_frozen() -> None:
+    cfg = CrawlConfig()
+    with pytest.raises(AttributeError):
+        cfg.delay = 3  # type: ignore[misc]
+
+
+def test_seeds_file_reports_bad_lines_and_keeps_good_ones(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("# comment\nhttp://a.test/\n\nnot a url\nftp://b.test/\nHTTP://A.test:80/\nhttps://c.test/x\n")
+    good, problems = load_seeds(CrawlConfig(seeds_file=str(seeds)))
+    assert good == ["http://a.test/", "https://c.test/x"]
+    assert [(p.line, p.text) for p in problems] == [(4, "not a url"), (5, "ftp://b.test/")]
+    with pytest.raises(SeedError, match=r"seeds.txt:4: not an http\(s\) URL"):
+        load_seeds(CrawlConfig(seeds_file=str(seeds), strict=True))
+    with pytest.raises(SeedError, match="no usable seed"):
+        load_seeds(CrawlConfig(seeds=("mailto:x@y",)))
+    with pytest.raises(SeedError, match="cannot read"):
+        load_seeds(CrawlConfig(seeds_file=str(tmp_path / "nope.txt")))
+
+
+def test_out_dir_with_a_crawl_is_refused_unless_fresh(tmp_path: Path) -> None:
+    (tmp_path / "pages.jsonl").write_text('{"url": "x"}\n')
+    with pytest.raises(ConfigError, match="already holds a crawl"):
+        prepare_out_dir(CrawlConfig(out=str(tmp_path)))
+    assert prepare_out_dir(CrawlConfig(out=str(tmp_path), fresh=True)) == str(tmp_path.resolve())
+    assert not (tmp_path / "pages.jsonl").exists()
