@@ -140,6 +140,25 @@ class Crawl:
         self._require_started()
         return list(ray.get(self._actor.hosts.remote()))
 
+    def pause_host(self, host: str, reason: str = "paused by operator") -> bool:
+        """Stop sending to ``host`` (a netloc as in hosts()); its URLs stay queued. False if unknown."""
+        return self._control("pause_host", host, reason)
+
+    def resume_host(self, host: str) -> bool:
+        return self._control("resume_host", host)
+
+    def set_delay(self, host: str, seconds: float | None) -> bool:
+        """Fix ``host``'s delay (None: back to the model: configured / robots / latency)."""
+        if seconds is not None and not seconds >= 0:
+            raise ValueError("seconds must be >= 0, or None")
+        return self._control("set_delay", host, seconds)
+
+    def _control(self, action: str, host: str, *args: Any) -> bool:
+        import ray
+
+        self._require_started()
+        return bool(ray.get(self._actor.control_host.remote(action, host, *args)))
+
     def stop(self, reason: str = "stopped by request") -> None:
         """Stop leasing; in-flight fetches finish, queued URLs end as out_of_budget. Then wait()."""
         self._require_started()

@@ -29,6 +29,15 @@ HELP = {
     "deny": "never follow URLs matching this regex (repeatable; wins over --allow)",
     "tracking_params": "query parameters dropped from URLs, comma-separated fnmatch patterns",
     "delay": "minimum seconds between two requests to one host (default 1.0)",
+    "delay_factor": "a host's delay is at least this many times its last response time (default 1; 0: off)",
+    "min_delay": "floor of any host's delay (default 0)",
+    "max_delay": "ceiling of any host's delay (default 60)",
+    "max_crawl_delay": "largest robots.txt Crawl-delay honoured (default 30)",
+    "crawl_delay_policy": "a Crawl-delay over the cap: cap it (and count it) or skip the host",
+    "max_retry_after": "longest Retry-After honoured, seconds (default 3600)",
+    "backoff_base": "first backoff after a transient failure, doubling per failure in a row (default 2)",
+    "max_backoff": "longest backoff, seconds (default 600)",
+    "pause_after": "pause a host after this many 403/451 in a row (default 3; 0: never)",
     "per_host_concurrency": "requests in flight per host (default 1)",
     "shards": "number of frontier shards (default: one per CPU, at least 2)",
     "dedup": "seen-set: exact (64-bit fingerprints, ~16 B/URL) or bloom (smaller, may drop a few URLs)",
@@ -134,6 +143,14 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"{summary.get('records')} records ({outcomes}); {summary.get('pages_per_s')} pages/s; "
         f"{summary.get('urls_per_task')} URLs per fetch task"
     )
+    for host in summary.get("paused_hosts", []):
+        print(f"raycrawl: paused host {host['host']}: {host['reason']} (its queued URLs are out_of_budget records)")
+    for host in summary.get("closed_hosts", []):
+        print(f"raycrawl: gave up on host {host['host']}: {host['reason']}")
+    for host in summary.get("crawl_delay_capped_hosts", []):
+        print(
+            f"raycrawl: warning: {host['host']} asks Crawl-delay {host['crawl_delay']} s; capped to {host['delay']} s"
+        )
     print(f"raycrawl: output in {summary.get('out_dir')} (pages.jsonl, warc/, stats.json)")
 
 

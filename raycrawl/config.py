@@ -41,6 +41,7 @@ DEFAULT_TRACKING_PARAMS = (
 
 Scope = Literal["host", "domain", "any"]
 DedupKind = Literal["exact", "bloom"]
+CrawlDelayPolicy = Literal["cap", "skip"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,15 @@ class CrawlConfig:
     deny: tuple[str, ...] = ()
     tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS
     delay: float = 1.0
+    delay_factor: float = 1.0
+    min_delay: float = 0.0
+    max_delay: float = 60.0
+    max_crawl_delay: float = 30.0
+    crawl_delay_policy: CrawlDelayPolicy = "cap"
+    max_retry_after: float = 3600.0
+    backoff_base: float = 2.0
+    max_backoff: float = 600.0
+    pause_after: int = 3
     per_host_concurrency: int = 1
     shards: int | None = None
     dedup: DedupKind = "exact"
@@ -106,6 +116,15 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.scope in ("host", "domain", "any"), "scope", "one of host, domain, any")
     need(cfg.dedup in ("exact", "bloom"), "dedup", "one of exact, bloom")
     need(math.isfinite(cfg.delay) and cfg.delay >= 0, "delay", "seconds >= 0")
+    need(math.isfinite(cfg.delay_factor) and cfg.delay_factor >= 0, "delay_factor", "a factor >= 0 (0: off)")
+    need(cfg.min_delay >= 0, "min_delay", "seconds >= 0")
+    need(cfg.max_delay >= max(cfg.min_delay, cfg.delay), "max_delay", "seconds >= delay and >= min_delay")
+    need(cfg.max_crawl_delay >= 0, "max_crawl_delay", "seconds >= 0")
+    need(cfg.crawl_delay_policy in ("cap", "skip"), "crawl_delay_policy", "one of cap, skip")
+    need(cfg.max_retry_after >= 0, "max_retry_after", "seconds >= 0")
+    need(cfg.backoff_base > 0, "backoff_base", "seconds > 0")
+    need(cfg.max_backoff >= cfg.backoff_base, "max_backoff", "seconds >= backoff_base")
+    need(cfg.pause_after >= 0, "pause_after", "a whole number >= 0 (0: never pause)")
     need(cfg.per_host_concurrency >= 1, "per_host_concurrency", "a whole number >= 1")
     need(cfg.shards is None or cfg.shards >= 1, "shards", "a whole number >= 1")
     need(cfg.bloom_capacity >= 1000, "bloom_capacity", "a whole number >= 1000")

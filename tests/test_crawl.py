@@ -143,6 +143,6 @@ def test_loopback_is_not_reached_without_an_opt_in(tmp_path: Path) -> None:
         requests = web.requests()
     assert requests == []  # the test web is the canary: not one connection
     assert {(r["url"], r["outcome"], r["error"]) for r in records} == {
-        (seed, "error", "robots.txt unavailable (BlockedAddress)") for seed in web.graph.seeds()
+        (seed, "error", "robots.txt unreachable (BlockedAddress)") for seed in web.graph.seeds()
     }
     assert summary["frontier"]["robots_given_up"] == 2

@@ -1,7 +1,12 @@
 """FrontierShard without Ray: a fake clock drives politeness, robots and retries."""
 
+from dataclasses import fields
+
 from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import Ack, Lease, UrlEntry
+
+POLICY_KEYS = {f.name for f in fields(DelayPolicy)}
 
 
 class FakeClock:
@@ -18,7 +23,10 @@ def robots_ok(shard: FrontierShard, lease: Lease, body: bytes = b"", status: int
 
 
 def make(clock: FakeClock, **kw: object) -> FrontierShard:
-    return FrontierShard(0, FrontierSettings(**kw), clock=clock)  # type: ignore[arg-type]
+    """A shard; DelayPolicy keys go to its policy (latency-driven delay off unless asked for)."""
+    policy = {"delay_factor": 0.0} | {k: v for k, v in kw.items() if k in POLICY_KEYS}
+    rest = {k: v for k, v in kw.items() if k not in POLICY_KEYS}
+    return FrontierShard(0, FrontierSettings(policy=DelayPolicy(**policy), **rest), clock=clock)  # type: ignore[arg-type]
 
 
 def test_robots_first_then_pages_paced_by_delay() -> None:
@@ -83,23 +91,23 @@ def test_crawl_delay_raises_host_delay_up_to_cap() -> None:
 
 def test_robots_unavailable_blocks_then_retries_then_gives_up() -> None:
     clock = FakeClock()
-    shard = make(clock, delay=0.0, max_attempts=2, retry_base_delay=10.0)
+    shard = make(clock, delay=0.0, max_attempts=2, backoff_base=10.0)
     shard.push([UrlEntry("http://a.test/1", 0)])
     (r1,) = shard.lease(1)
     shard.ack([Ack(r1.lease_id, 503, clock.now, 0.0, True)])
     assert shard.lease(10) == []  # disallow all for now
-    clock.now += 10.0
+    clock.now += 15.0
     (r2,) = shard.lease(10)
     assert r2.kind == "robots"
     shard.ack([Ack(r2.lease_id, None, clock.now, 0.0, True, "ConnectError")])
     (t,) = shard.take_terminals()
-    assert t.outcome == "error" and "robots.txt unavailable" in t.detail
+    assert t.outcome == "error" and t.detail == "robots.txt unreachable (ConnectError)"
     assert shard.queued == 0 and shard.leased == 0
 
 
 def test_transient_errors_retry_with_backoff_then_end() -> None:
     clock = FakeClock()
-    shard = make(clock, delay=0.0, max_attempts=3, retry_base_delay=1.0)
+    shard = make(clock, delay=0.0, max_attempts=3, backoff_base=1.0)
     shard.push([UrlEntry("http://a.test/1", 0)])
     robots_ok(shard, shard.lease(1)[0])
     gaps = []
@@ -109,7 +117,7 @@ def test_transient_errors_retry_with_backoff_then_end() -> None:
         clock.now = page.not_before
         reply = shard.ack([Ack(page.lease_id, 503, clock.now, 0.0, True)])
         assert reply.retried == ([page.lease_id] if attempt < 2 else [])
-    assert gaps == [0.0, 1.0, 2.0]
+    assert gaps[0] == 0.0 and 1.0 <= gaps[1] < 1.5 and 2.0 <= gaps[2] < 3.0  # exponential, with jitter
     assert shard.queued == 0 and shard.leased == 0
 
 
@@ -122,9 +130,9 @@ def test_released_lease_is_requeued_and_stale_ack_ignored() -> None:
     shard.release([page.lease_id])
     assert shard.queued == 1 and shard.leased == 0
     (again,) = shard.lease(1, horizon=5.0)  # a released URL is retried after a backoff
-    assert again.url == page.url and again.attempts == 1 and again.not_before == clock.now + 1.0
-    clock.now += 31
-    (third,) = shard.lease(1, horizon=5.0)  # the expired lease is handed out again
+    assert again.url == page.url and again.attempts == 1 and again.not_before >= clock.now + 1.0
+    clock.now += 40
+    (third,) = shard.lease(1, horizon=10.0)  # the expired lease is handed out again
     assert third.url == page.url and third.attempts == 2 and shard.counters["lease_expiries"] == 1
     assert shard.ack([Ack(again.lease_id, 200, clock.now, 0.0, False)]).stale == [again.lease_id]
 
@@ -146,7 +154,7 @@ def test_priority_is_depth_first_by_default_and_pluggable() -> None:
     robots_ok(shard, shard.lease(1)[0])
     assert shard.lease(1)[0].url == "http://a.test/shallow"
 
-    by_len = FrontierShard(0, FrontierSettings(delay=0.0), score=lambda e: -len(e.url), clock=clock)
+    by_len = FrontierShard(0, FrontierSettings(policy=DelayPolicy(delay=0.0)), score=lambda e: -len(e.url), clock=clock)
     by_len.push([UrlEntry("http://a.test/s", 0), UrlEntry("http://a.test/longest", 0)])
     robots_ok(by_len, by_len.lease(1)[0])
     assert by_len.lease(1)[0].url == "http://a.test/longest"
@@ -200,6 +208,106 @@ def test_permanent_robots_failure_ends_host_at_once() -> None:
     shard.push([UrlEntry("http://a.test/1", 0), UrlEntry("http://a.test/2", 0)])
     (robots,) = shard.lease(1)
     shard.ack([Ack(robots.lease_id, None, clock.now, 0.0, False, "BlockedAddress")])
-    assert [t.detail for t in shard.take_terminals()] == ["robots.txt unavailable (BlockedAddress)"] * 2
+    assert [t.detail for t in shard.take_terminals()] == ["robots.txt unreachable (BlockedAddress)"] * 2
     shard.push([UrlEntry("http://a.test/3", 1)])
     assert [t.outcome for t in shard.take_terminals()] == ["error"]
+
+
+def ready_host(clock: FakeClock, **kw: object) -> FrontierShard:
+    shard = make(clock, **kw)
+    shard.push([UrlEntry(f"http://a.test/{i}", 0) for i in range(6)])
+    robots_ok(shard, shard.lease(1)[0], at=clock.now)
+    return shard
+
+
+def test_retry_after_blocks_the_host_until_then_capped() -> None:
+    clock = FakeClock()
+    shard = ready_host(clock, delay=0.0, max_retry_after=60.0)
+    (page,) = shard.lease(1)
+    shard.ack([Ack(page.lease_id, 429, clock.now, 0.0, True, retry_at=clock.now + 3.0)])
+    assert shard.lease(1, horizon=2.9) == []
+    (again,) = shard.lease(1, horizon=3.0)
+    assert again.not_before == clock.now + 3.0  # the retried URL waits its turn in the host's queue
+    shard.ack([Ack(again.lease_id, 503, clock.now, 0.0, True, retry_at=clock.now + 10**9)])
+    assert shard.host_table()[0]["blocked"] == "retry_after"
+    assert shard.host_table()[0]["wait"] == 60.0  # an absurd Retry-After is capped
+
+
+def test_403_streak_pauses_host_and_drain_reports_it() -> None:
+    clock = FakeClock()
+    shard = ready_host(clock, delay=0.0, pause_after=3)
+    for _ in range(3):
+        (page,) = shard.lease(1)
+        shard.ack([Ack(page.lease_id, 403, clock.now, 0.0, False)])
+    assert shard.lease(10, horizon=100) == []  # paused: nothing more is sent
+    assert shard.queued == 3 and shard.queued_paused == 3  # the rest stays queued
+    assert shard.host_table()[0]["paused"] == "3 responses 403/451 in a row"
+    shard.drain("frontier exhausted")
+    assert {t.detail for t in shard.take_terminals()} == {"host paused: 3 responses 403/451 in a row"}
+
+
+def test_non_denial_resets_the_streak_and_operator_can_resume() -> None:
+    clock = FakeClock()
+    shard = ready_host(clock, delay=0.0, pause_after=2)
+    for status in (403, 200, 451):
+        (page,) = shard.lease(1)
+        shard.ack([Ack(page.lease_id, status, clock.now, 0.0, False)])
+    assert len(shard.lease(1)) == 1  # 403, 200, 451: no streak of 2
+    shard.pause_host("a.test", "by hand")
+    assert shard.lease(1, horizon=10) == []
+    shard.resume_host("a.test")
+    shard.ack([Ack(1_000, 200, clock.now, 0.0, False)])  # unknown lease: stale, harmless
+    assert shard.set_delay("a.test", 5.0) and shard.host_table()[0]["delay"] == 5.0
+
+
+def test_crawl_delay_over_cap_skip_policy_closes_host() -> None:
+    clock = FakeClock()
+    shard = make(clock, max_crawl_delay=10.0, crawl_delay_policy="skip")
+    shard.push([UrlEntry("http://a.test/1", 0)])
+    robots_ok(shard, shard.lease(1)[0], b"User-agent: *\nCrawl-delay: 60\n", status=200)
+    (t,) = shard.take_terminals()
+    assert (t.outcome, t.detail) == ("robots_denied", "Crawl-delay 60 s exceeds the 10 s cap")
+    shard.push([UrlEntry("http://a.test/2", 1)])
+    assert [x.outcome for x in shard.take_terminals()] == ["robots_denied"]
+
+
+def test_robots_status_verdicts() -> None:
+    from raycrawl.core.robots import rules_from_fetch
+
+    verdicts = {s: rules_from_fetch(s, b"", "bot", 0.0, 10.0).verdict for s in (200, 301, 401, 403, 404, 429, 500, 503)}
+    assert verdicts == {
+        200: "parsed",
+        301: "allow_all",
+        401: "allow_all",
+        403: "allow_all",
+        404: "allow_all",
+        429: "unreachable",
+        500: "unreachable",
+        503: "unreachable",
+    }
+    assert rules_from_fetch(None, None, "bot", 0.0, 10.0).verdict == "unreachable"
+
+
+def test_latency_raises_the_delay() -> None:
+    clock = FakeClock()
+    shard = ready_host(clock, delay=0.5, delay_factor=2.0)
+    clock.now += 10
+    (page,) = shard.lease(1)
+    shard.ack([Ack(page.lease_id, 200, clock.now, 1.5, False)])
+    row = shard.host_table()[0]
+    assert (row["delay"], row["delay_reason"]) == (3.0, "latency")
+
+
+def test_no_page_is_leased_early_while_robots_is_unreachable() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.0, backoff_base=1.0, max_attempts=3)
+    shard.push([UrlEntry("http://a.test/1", 0)])
+    (r1,) = shard.lease(1)
+    shard.ack([Ack(r1.lease_id, None, clock.now, 0.0, True, "ReadTimeout")])
+    for horizon in (0.5, 1.0, 2.0):  # leased early or not, the next request is robots.txt again, never a page
+        leases = shard.lease(1, horizon=horizon)
+        if leases:
+            assert leases[0].kind == "robots" and leases[0].not_before >= clock.now + 1.0
+            break
+    else:
+        raise AssertionError("robots.txt was never asked for again")

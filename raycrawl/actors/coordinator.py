@@ -31,6 +31,7 @@ from raycrawl.config import CrawlConfig
 from raycrawl.core.batching import split_quota, take_batches
 from raycrawl.core.frontier import FrontierSettings, ShardReply
 from raycrawl.core.pages import fetch_record, terminal_record
+from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import Ack, FetchResult, Lease, UrlEntry
 from raycrawl.core.robots import ua_token
 from raycrawl.core.scope import ScopePolicy
@@ -41,12 +42,25 @@ from raycrawl.core.urls import MAX_URL_LENGTH, fingerprint, host_key
 LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
 MAX_IDLE_WAIT = 0.25  # wake at least this often to check limits and stop requests
 STATS_EVERY = 5.0
+TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
 
 
 def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
-    return FrontierSettings(
+    policy = DelayPolicy(
         delay=cfg.delay,
+        delay_factor=cfg.delay_factor,
+        min_delay=cfg.min_delay,
+        max_delay=cfg.max_delay,
+        max_crawl_delay=cfg.max_crawl_delay,
+        backoff_base=cfg.backoff_base,
+        max_backoff=cfg.max_backoff,
+        max_retry_after=cfg.max_retry_after,
+    )
+    return FrontierSettings(
+        policy=policy,
         per_host_concurrency=cfg.per_host_concurrency,
+        crawl_delay_policy=cfg.crawl_delay_policy,
+        pause_after=cfg.pause_after,
         robots_ttl=cfg.robots_ttl,
         ua_token=ua_token(cfg.user_agent),
         max_attempts=cfg.max_attempts,
@@ -95,6 +109,8 @@ class Coordinator:
         self._staged: list[Lease] = []
         self._in_flight: dict[ray.ObjectRef, list[Lease]] = {}
         self._queued = 0
+        self._queued_paused = 0
+        self._final_drain: str | None = None
         self._leased = 0
         self._next_due: float | None = None
         self._rotation = 0
@@ -114,6 +130,13 @@ class Coordinator:
     def hosts(self) -> list[dict[str, Any]]:
         tables = ray.get([s.hosts.remote() for s in self.shards])
         return [row for table in tables for row in table]
+
+    def control_host(self, action: str, host: str, *args: Any) -> bool:
+        """pause_host / resume_host / set_delay on the shard that owns ``host`` (a netloc, e.g. example.com)."""
+        if action not in ("pause_host", "resume_host", "set_delay"):
+            raise ValueError(f"unknown host action {action!r}")
+        shard = self.shards[shard_for(host, self.num_shards)]
+        return bool(ray.get(shard.control.remote(action, host, *args)))
 
     # --- the loop ------------------------------------------------------------------------------------
 
@@ -136,7 +159,7 @@ class Coordinator:
         """One round; True when the crawl is over."""
         now = time.time()
         self._check_limits(now)
-        stopping = self._stop_reason
+        stopping = self._stop_reason or self._final_drain
         quotas = split_quota(self._lease_budget() if not stopping else 0, self.num_shards, self._rotation)
         self._rotation += 1
         refs = [
@@ -151,8 +174,12 @@ class Coordinator:
         self._absorb(replies, acked)
         self._launch()
         pending_pushes = any(self._pushes)
-        if not (self._in_flight or self._staged or pending_pushes or self._queued or self._leased):
-            return True
+        active_queued = self._queued - self._queued_paused
+        if not (self._in_flight or self._staged or pending_pushes or active_queued or self._leased):
+            if not self._queued:
+                return True
+            # Only paused hosts still hold URLs: one more round ends them, saying why each host was paused.
+            self._final_drain = "frontier exhausted"
         self._publish()
         self._wait(0.0 if pending_pushes else self._idle_time())
         return False
@@ -179,6 +206,7 @@ class Coordinator:
         records: list[dict[str, Any]] = []
         links: list[tuple[str, int, str | None]] = []
         self._queued = sum(r.queued for r in replies)
+        self._queued_paused = sum(r.queued_paused for r in replies)
         self._leased = sum(r.leased for r in replies)
         dues = [r.next_due for r in replies if r.next_due is not None]
         self._next_due = min(dues) if dues else None
@@ -247,6 +275,7 @@ class Coordinator:
             ref = fetch_batch.options(**options).remote(self.fetch_settings, batch)
             self._in_flight[ref] = batch
             self.stats.count_task(len(batch))
+        self.stats.peak_tasks_in_flight = max(self.stats.peak_tasks_in_flight, len(self._in_flight))
 
     def _idle_time(self) -> float:
         now = time.time()
@@ -284,6 +313,7 @@ class Coordinator:
                         result.transient,
                         result.error,
                         result.body,
+                        result.retry_at,
                     )
                 )
                 result.body = None
@@ -335,6 +365,9 @@ class Coordinator:
     def _summary(self) -> dict[str, Any]:
         now = time.time()
         shard_counters: list[dict[str, int]] = ray.get([s.counters.remote() for s in self.shards])
+        hosts = self.hosts()
+        paused = [{"host": h["host"], "reason": h["paused"], "fetched": h["fetched"]} for h in hosts if h["paused"]]
+        busiest = sorted(hosts, key=lambda h: (h["requests"], h["queued"]), reverse=True)[:TOP_HOSTS]
         frontier: dict[str, int] = {}
         for counters in shard_counters:
             for key, value in counters.items():
@@ -348,6 +381,14 @@ class Coordinator:
                 "shards": self.num_shards,
                 "frontier": frontier,
                 "dedup": ray.get(self.dedup.stats.remote()),
+                "paused_hosts": paused,
+                "closed_hosts": [{"host": h["host"], "reason": h["closed"]} for h in hosts if h["closed"]],
+                "crawl_delay_capped_hosts": [
+                    {"host": h["host"], "crawl_delay": h["crawl_delay"], "delay": h["delay"]}
+                    for h in hosts
+                    if h["crawl_delay"] is not None and h["crawl_delay"] > self.cfg.max_crawl_delay
+                ],
+                "hosts": busiest,
                 "out_dir": self.out_dir,
             }
         )
@@ -372,3 +413,6 @@ class CoordinatorActor:
 
     def hosts(self) -> list[dict[str, Any]]:
         return self._coordinator.hosts()
+
+    def control_host(self, action: str, host: str, *args: Any) -> bool:
+        return self._coordinator.control_host(action, host, *args)

@@ -24,6 +24,13 @@ class FrontierShardActor:
     def release(self, lease_ids: Sequence[int], reason: str) -> None:
         self._shard.release(lease_ids, reason)
 
+    def control(self, action: str, host: str, *args: Any) -> bool:
+        """pause_host(host, reason) / resume_host(host) / set_delay(host, seconds or None)."""
+        method = {"pause_host": self._shard.pause_host, "resume_host": self._shard.resume_host}.get(action)
+        if method is not None:
+            return bool(method(host, *args))
+        return self._shard.set_delay(host, *args)
+
     def hosts(self) -> list[dict[str, Any]]:
         return self._shard.host_table()
 

@@ -25,6 +25,7 @@ import httpx
 
 from raycrawl.adapters.warc import WarcSink
 from raycrawl.core.addresses import address_allowed, parse_networks
+from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links, is_html
 from raycrawl.core.records import FetchResult, Lease
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
@@ -149,7 +150,11 @@ class Fetcher:
             r.responded_at = time.time()
             r.status = response.status_code
             r.transient = response.status_code in TRANSIENT_STATUSES
+            if r.transient:
+                r.error = f"HTTP {response.status_code}"  # a response, but not a usable one
             r.content_type = response.headers.get("content-type")
+            if response.status_code in (429, 503):
+                r.retry_at = parse_retry_after(response.headers.get("retry-after"), r.responded_at)
             ex.status_line = f"{response.status_code} {response.reason_phrase}"
             ex.response_headers = list(response.headers.multi_items())
             body = bytearray()

@@ -2,14 +2,14 @@
 
 The contract (what the coordinator may rely on):
 
-- ``push(entries)`` queues canonical, already-deduplicated URLs. URLs that robots.txt forbids, or that a queue
-  bound sheds, end at once as ``Terminal`` values collected in ``take_terminals()``; nothing is dropped silently.
+- ``push(entries)`` queues canonical, already-deduplicated URLs. URLs that robots.txt forbids, that a closed
+  host refuses, or that a queue bound sheds end at once as ``Terminal`` values (``take_terminals()``).
 - ``lease(max_urls, horizon)`` hands out only URLs whose host may be hit by ``now + horizon``, each with the
   ``not_before`` time at which its request may be sent. A host with no fresh robots.txt first gets a lease for
-  its robots.txt, which is paced like any request. At most ``per_host_concurrency`` leases per host are out.
-- ``ack(acks)`` closes leases. The host's next slot is based on when its server really answered, so the gap
-  the server sees between two requests never falls below the host's delay, however many fetchers there are.
-  Transient failures go back into the queue with a per-host backoff until ``max_attempts``.
+  its robots.txt, paced like any request. At most ``per_host_concurrency`` leases per host are out; a paused
+  host gets none.
+- ``ack(acks)`` closes leases and moves each host's clock (see ``HostState.on_page_answer``). Transient
+  failures go back into the queue, paced by the host's backoff, until ``max_attempts``.
 - ``release(lease_ids)`` returns leases whose fetch task died; ``expire()`` does the same for leases that ran out.
 - ``drain(detail)`` ends every queued URL as ``out_of_budget`` (the crawl stopped before reaching them).
 
@@ -19,14 +19,16 @@ Everything here is plain Python with an injected clock: the actor wrapping it ad
 from __future__ import annotations
 
 import heapq
-import math
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-from raycrawl.core.records import Ack, Lease, Terminal, UrlEntry
+from raycrawl.core.hosts import HostState
+from raycrawl.core.politeness import DelayPolicy, backoff
+from raycrawl.core.records import Ack, Lease, Outcome, Terminal, UrlEntry
 from raycrawl.core.robots import RobotsRules, rules_from_fetch
 from raycrawl.core.urls import host_key, origin
 
@@ -41,35 +43,17 @@ def by_depth(entry: UrlEntry) -> float:
 
 @dataclass(frozen=True, slots=True)
 class FrontierSettings:
-    delay: float = 1.0
+    policy: DelayPolicy = field(default_factory=DelayPolicy)
     per_host_concurrency: int = 1
-    max_crawl_delay: float = 30.0
+    crawl_delay_policy: Literal["cap", "skip"] = "cap"
+    pause_after: int = 3  # a streak of this many 403/451 pauses the host (0: never)
     robots_ttl: float = 24 * 3600.0
     ua_token: str = "raycrawl"
     max_attempts: int = 3
     max_queue_per_host: int = 100_000
     max_queue_total: int = 1_000_000
     lease_ttl: float = 120.0
-    retry_base_delay: float = 1.0
-    max_backoff: float = 3600.0
-
-
-@dataclass(slots=True)
-class HostState:
-    key: str
-    origin: str
-    queue: list[tuple[float, int, UrlEntry]] = field(default_factory=list)
-    next_allowed: float = 0.0
-    backoff_until: float = 0.0
-    in_flight: int = 0
-    delay: float = 0.0
-    robots: RobotsRules | None = None
-    robots_leased: bool = False
-    robots_failures: int = 0
-    robots_given_up: bool = False
-    heap_token: int = 0
-    fetched: int = 0
-    errors: int = 0
+    seed: int = 0  # for the backoff jitter
 
 
 @dataclass(slots=True)
@@ -88,6 +72,7 @@ class ShardReply:
     retried: list[int]
     stale: list[int]
     queued: int
+    queued_paused: int
     leased: int
     next_due: float | None
 
@@ -110,6 +95,7 @@ class FrontierShard:
         self.settings = settings
         self._score = score
         self._clock = clock
+        self._rng = random.Random(settings.seed * 7919 + shard_id)
         self._hosts: dict[str, HostState] = {}
         self._ready: list[tuple[float, int, str]] = []  # (due, token, host): the ready-heap
         self._leases: dict[int, _Leased] = {}
@@ -124,6 +110,10 @@ class FrontierShard:
     @property
     def queued(self) -> int:
         return self._queued
+
+    @property
+    def queued_paused(self) -> int:
+        return sum(len(hs.queue) for hs in self._hosts.values() if hs.paused is not None)
 
     @property
     def leased(self) -> int:
@@ -149,10 +139,10 @@ class FrontierShard:
         touched: dict[str, HostState] = {}
         for entry in entries:
             hs = self._host(entry.url)
-            if hs.robots_given_up:
-                self._end(entry, "error", "robots.txt unavailable")
+            if hs.closed is not None:
+                self._end(entry, hs.closed[0], hs.closed[1])
                 continue
-            if hs.robots is not None and not hs.robots.unavailable and not hs.robots.allows(entry.url, s.ua_token):
+            if hs.robots is not None and not hs.robots.unreachable and not hs.robots.allows(entry.url, s.ua_token):
                 self.counters["robots_denied"] += 1
                 self._end(entry, "robots_denied", "disallowed by robots.txt")
                 continue
@@ -173,22 +163,20 @@ class FrontierShard:
         key = host_key(url)
         hs = self._hosts.get(key)
         if hs is None:
-            hs = HostState(key=key, origin=origin(url), delay=self.settings.delay)
+            hs = HostState(key=key, origin=origin(url), delay=self.settings.policy.delay)
+            hs.recompute_delay(self.settings.policy)
             self._hosts[key] = hs
         return hs
 
     def _enqueue(self, hs: HostState, entry: UrlEntry) -> None:
         self._seq += 1
-        heapq.heappush(hs.queue, (self._score(entry), self._seq, entry))
+        hs.enqueue(self._score(entry), self._seq, entry)
         self._queued += 1
 
-    def _end(self, entry: UrlEntry, outcome: Any, detail: str) -> None:
+    def _end(self, entry: UrlEntry, outcome: Outcome, detail: str) -> None:
         self._terminals.append(Terminal(entry, outcome, detail))
 
     # --- scheduling ----------------------------------------------------------------------------------
-
-    def _needs_robots(self, hs: HostState, now: float) -> bool:
-        return not hs.robots_leased and (hs.robots is None or now >= hs.robots.expires_at)
 
     def _schedule(self, hs: HostState) -> None:
         """(Re)insert the host in the ready-heap if it could take a lease; older heap entries become stale."""
@@ -196,12 +184,13 @@ class FrontierShard:
         if (
             not hs.queue
             or hs.robots_leased  # pages wait for the robots.txt answer
-            or hs.robots_given_up
+            or hs.closed is not None
+            or hs.paused is not None
             or hs.in_flight >= self.settings.per_host_concurrency
         ):
             return
-        due = max(hs.next_allowed, hs.backoff_until)
-        if hs.robots is not None and hs.robots.unavailable:
+        due = hs.due()
+        if hs.robots is not None and hs.robots.unreachable:
             due = max(due, hs.robots.expires_at)  # when robots.txt is asked for again
         heapq.heappush(self._ready, (due, hs.heap_token, hs.key))
 
@@ -222,12 +211,16 @@ class FrontierShard:
                 break
             heapq.heappop(self._ready)
             hs.heap_token += 1
-            not_before = max(now, hs.next_allowed, hs.backoff_until)
-            if self._needs_robots(hs, now):
+            not_before = max(now, hs.due())
+            robots = hs.robots
+            # Decided at the time the request will be sent: a lease may be handed out up to `horizon` early.
+            if robots is None or robots.unreachable or robots.expires_at <= not_before:
+                if robots is not None and robots.unreachable:
+                    not_before = max(not_before, robots.expires_at)
                 lease = self._new_lease(hs.origin + "/robots.txt", "robots", not_before, None)
                 hs.robots_leased = True
             else:
-                _, _, entry = heapq.heappop(hs.queue)
+                entry = hs.pop()
                 self._queued -= 1
                 lease = self._new_lease(entry.url, "page", not_before, entry)
             hs.in_flight += 1
@@ -260,6 +253,7 @@ class FrontierShard:
     def ack(self, acks: Sequence[Ack]) -> AckReply:
         reply = AckReply()
         now = self._clock()
+        s = self.settings
         touched: dict[str, HostState] = {}
         for ack in acks:
             held = self._leases.pop(ack.lease_id, None)
@@ -272,50 +266,63 @@ class FrontierShard:
             touched[hs.key] = hs
             if held.entry is None:
                 self._robots_answered(hs, ack, now)
-            elif ack.transient and held.entry.attempts + 1 < self.settings.max_attempts:
-                self._retry(hs, held.entry, now)
+                continue
+            was_paused = hs.paused
+            hs.on_page_answer(ack, s.policy, s.pause_after, self._rng)
+            if hs.paused is not None and was_paused is None:
+                self.counters["hosts_paused"] += 1
+            if ack.transient and held.entry.attempts + 1 < s.max_attempts:
+                self._requeue(hs, held.entry)
                 reply.retried.append(ack.lease_id)
             elif ack.error is not None or ack.transient:
                 hs.errors += 1
             else:
                 hs.fetched += 1
-            answered = ack.responded_at or now
-            hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
         for hs in touched.values():
             self._schedule(hs)
         return reply
 
-    def _backoff(self, attempt: int) -> float:
-        s = self.settings
-        return float(min(s.max_backoff, s.retry_base_delay * math.pow(2.0, max(0, attempt - 1))))
-
-    def _retry(self, hs: HostState, entry: UrlEntry, now: float) -> None:
-        retry = UrlEntry(entry.url, entry.depth, entry.parent, entry.attempts + 1)
-        self._enqueue(hs, retry)
-        hs.backoff_until = max(hs.backoff_until, now + self._backoff(retry.attempts))
+    def _requeue(self, hs: HostState, entry: UrlEntry) -> None:
+        self._enqueue(hs, UrlEntry(entry.url, entry.depth, entry.parent, entry.attempts + 1))
         self.counters["retries"] += 1
+
+    def _close(self, hs: HostState, outcome: Outcome, detail: str) -> None:
+        """A permanent verdict on a host: its queued URLs, and any that arrive later, end with it."""
+        hs.closed = (outcome, detail)
+        self._end_queue(hs, outcome, detail)
+        self.counters["hosts_closed"] += 1
 
     def _robots_answered(self, hs: HostState, ack: Ack, now: float) -> None:
         s = self.settings
         hs.robots_leased = False
+        hs.requests += 1
+        answered = ack.responded_at or now
+        hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
         rules = rules_from_fetch(ack.status, ack.body, s.ua_token, now, s.robots_ttl)
         self.counters["robots_fetched"] += 1
-        if rules.unavailable:
+        if rules.unreachable:
             hs.robots_failures += 1
             permanent = ack.error is not None and not ack.transient  # e.g. a blocked address: no retry helps
+            why = ack.error if ack.status is None else f"status {ack.status}"
             if permanent or hs.robots_failures >= s.max_attempts:
-                hs.robots_given_up = True
                 self.counters["robots_given_up"] += 1
-                why = ack.error if ack.status is None else f"status {ack.status}"
-                self._end_queue(hs, "error", f"robots.txt unavailable ({why})")
+                self._close(hs, "error", f"robots.txt unreachable ({why})")
                 return
-            retry_at = now + self._backoff(hs.robots_failures)
-            hs.robots = RobotsRules("unavailable", ack.status, fetched_at=now, expires_at=retry_at)
+            retry_at = answered + backoff(s.policy, hs.robots_failures, self._rng)
+            if ack.retry_at is not None:
+                retry_at = min(max(ack.retry_at, answered), answered + s.policy.max_retry_after)
+            hs.robots = RobotsRules("unreachable", ack.status, fetched_at=now, expires_at=retry_at)
             return
         hs.robots_failures = 0
         hs.robots = rules
-        crawl_delay = min(rules.crawl_delay or 0.0, s.max_crawl_delay)
-        hs.delay = max(s.delay, crawl_delay)
+        if rules.crawl_delay is not None and rules.crawl_delay > s.policy.max_crawl_delay:
+            self.counters["crawl_delay_over_cap"] += 1
+            if s.crawl_delay_policy == "skip":
+                cap = s.policy.max_crawl_delay
+                self._close(hs, "robots_denied", f"Crawl-delay {rules.crawl_delay:g} s exceeds the {cap:g} s cap")
+                return
+        hs.recompute_delay(s.policy)
+        hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
         kept: list[tuple[float, int, UrlEntry]] = []
         for item in hs.queue:
             if rules.allows(item[2].url, s.ua_token):
@@ -328,7 +335,7 @@ class FrontierShard:
             heapq.heapify(kept)
             hs.queue = kept
 
-    def _end_queue(self, hs: HostState, outcome: Any, detail: str) -> None:
+    def _end_queue(self, hs: HostState, outcome: Outcome, detail: str) -> None:
         for _, _, entry in hs.queue:
             self._end(entry, outcome, detail)
         self._queued -= len(hs.queue)
@@ -345,12 +352,13 @@ class FrontierShard:
             hs = self._hosts[host_key(held.lease.url)]
             hs.in_flight -= 1
             hs.next_allowed = max(hs.next_allowed, now + hs.delay)
+            hs.block(now + backoff(self.settings.policy, 1, self._rng), "backoff")
             touched[hs.key] = hs
             self.counters["released"] += 1
             if held.entry is None:
                 hs.robots_leased = False
             elif held.entry.attempts + 1 < self.settings.max_attempts:
-                self._retry(hs, held.entry, now)
+                self._requeue(hs, held.entry)
             else:
                 hs.errors += 1
                 self._end(held.entry, "error", reason)
@@ -365,10 +373,40 @@ class FrontierShard:
             self.release(expired, "lease expired")
 
     def drain(self, detail: str) -> None:
+        """End everything queued as out_of_budget; a paused host's URLs say why it was paused."""
         for hs in self._hosts.values():
-            self._end_queue(hs, "out_of_budget", detail)
+            self._end_queue(hs, "out_of_budget", f"host paused: {hs.paused}" if hs.paused else detail)
             hs.heap_token += 1
         self._ready = []
+
+    # --- operator controls ---------------------------------------------------------------------------
+
+    def pause_host(self, host: str, reason: str = "paused by operator") -> bool:
+        hs = self._hosts.get(host)
+        if hs is None:
+            return False
+        hs.paused = reason
+        self._schedule(hs)
+        return True
+
+    def resume_host(self, host: str) -> bool:
+        hs = self._hosts.get(host)
+        if hs is None:
+            return False
+        hs.paused, hs.denial_streak = None, 0
+        self._schedule(hs)
+        return True
+
+    def set_delay(self, host: str, seconds: float | None) -> bool:
+        hs = self._hosts.get(host)
+        if hs is None:
+            return False
+        hs.delay_override = seconds
+        hs.recompute_delay(self.settings.policy)
+        self._schedule(hs)
+        return True
+
+    # --- the coordinator's round trip ----------------------------------------------------------------
 
     def exchange(
         self,
@@ -388,31 +426,21 @@ class FrontierShard:
             self.drain(drain)
         leases = self.lease(max_leases, horizon) if max_leases > 0 else []
         return ShardReply(
-            leases, self.take_terminals(), reply.retried, reply.stale, self._queued, len(self._leases), self.next_due()
+            leases,
+            self.take_terminals(),
+            reply.retried,
+            reply.stale,
+            self._queued,
+            self.queued_paused,
+            len(self._leases),
+            self.next_due(),
         )
 
     # --- visibility ----------------------------------------------------------------------------------
 
     def host_table(self) -> list[dict[str, Any]]:
         now = self._clock()
-        rows = []
-        for hs in self._hosts.values():
-            robots: str = "pending" if hs.robots is None else hs.robots.verdict
-            if hs.robots_given_up:
-                robots = "given_up"
-            rows.append(
-                {
-                    "host": hs.key,
-                    "queued": len(hs.queue),
-                    "in_flight": hs.in_flight,
-                    "delay": hs.delay,
-                    "wait": round(max(0.0, max(hs.next_allowed, hs.backoff_until) - now), 3),
-                    "robots": robots,
-                    "fetched": hs.fetched,
-                    "errors": hs.errors,
-                }
-            )
-        return rows
+        return [hs.row(now) for hs in self._hosts.values()]
 
     def summary(self) -> dict[str, int]:
         now = self._clock()
@@ -420,8 +448,10 @@ class FrontierShard:
         ready = sum(1 for d, tok, key in self._ready if self._hosts[key].heap_token == tok and d <= now)
         return {
             "queued": self._queued,
+            "queued_paused": self.queued_paused,
             "leased": len(self._leases),
             "hosts": len(self._hosts),
             "hosts_ready": ready,
+            "hosts_paused_now": sum(1 for hs in self._hosts.values() if hs.paused is not None),
             "next_due_in_ms": -1 if due is None else int(max(0.0, due - now) * 1000),
         }

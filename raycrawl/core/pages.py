@@ -14,7 +14,8 @@ def iso_utc(ts: float) -> str:
 
 def fetch_record(result: FetchResult) -> dict[str, Any]:
     lease = result.lease
-    fetched = result.status is not None and result.error is None
+    # A response counts as fetched unless it was a transient failure on the last attempt (a 503 that stayed).
+    fetched = result.status is not None and result.error is None and not result.transient
     return {
         "url": lease.url,
         "final_url": result.final_url or lease.url,

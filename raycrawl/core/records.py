@@ -59,7 +59,7 @@ class FetchResult:
     error: str | None = None  # error class, e.g. "ConnectError"; None when a response was received
     transient: bool = False  # worth retrying through the frontier
     body: bytes | None = None  # only for robots.txt leases
-    retry_after: float | None = None
+    retry_at: float | None = None  # Retry-After, as an absolute wall-clock time
 
 
 @dataclass(slots=True, frozen=True)
@@ -73,6 +73,7 @@ class Ack:
     transient: bool
     error: str | None = None
     body: bytes | None = None
+    retry_at: float | None = None  # from Retry-After: no request to the host before this wall-clock time
 
 
 @dataclass(slots=True, frozen=True)

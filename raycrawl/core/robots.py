@@ -1,8 +1,9 @@
 """robots.txt rules per RFC 9309, from a fetch's status and body.
 
-2xx: parse (protego, at least 500 KiB of it). 4xx other than 429: no rules, everything allowed.
-5xx, 429 and no response at all: the host is unreachable for robots purposes, so nothing may be fetched
-for now; the frontier keeps the URLs queued and asks again later (``RobotsRules.unavailable``).
+- 2xx: parse (protego, at least 500 KiB of the file).
+- 4xx other than 429, and more than five redirects: the file is "unavailable" (RFC 9309 2.3.1.3): allow all.
+- 5xx, 429, and no response at all: the file is "unreachable" (2.3.1.4): nothing may be fetched for now;
+  the frontier keeps the host's URLs queued and asks again later (``RobotsRules.unreachable``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Literal
 from protego import Protego
 
 MAX_ROBOTS_BYTES = 512 * 1024  # RFC 9309 asks parsers to read at least 500 KiB
-RobotsVerdict = Literal["parsed", "allow_all", "unavailable"]
+RobotsVerdict = Literal["parsed", "allow_all", "unreachable"]
 
 
 def ua_token(user_agent: str) -> str:
@@ -32,13 +33,13 @@ class RobotsRules:
     _parser: Protego | None = None
 
     @property
-    def unavailable(self) -> bool:
-        return self.verdict == "unavailable"
+    def unreachable(self) -> bool:
+        return self.verdict == "unreachable"
 
     def allows(self, url: str, token: str) -> bool:
         if self.verdict == "allow_all":
             return True
-        if self.verdict == "unavailable" or self._parser is None:
+        if self.verdict == "unreachable" or self._parser is None:
             return False
         return bool(self._parser.can_fetch(url, token))
 
@@ -48,7 +49,8 @@ def rules_from_fetch(status: int | None, body: bytes | None, token: str, now: fl
         text = (body or b"")[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
         parser = Protego.parse(text)
         delay = parser.crawl_delay(token)
-        return RobotsRules("parsed", status, text, float(delay) if delay is not None else None, now, now + ttl, parser)
-    if status is not None and 400 <= status < 500 and status != 429:
+        crawl_delay = float(delay) if delay is not None and delay >= 0 else None
+        return RobotsRules("parsed", status, text, crawl_delay, now, now + ttl, parser)
+    if status is not None and (300 <= status < 400 or (400 <= status < 500 and status != 429)):
         return RobotsRules("allow_all", status, fetched_at=now, expires_at=now + ttl)
-    return RobotsRules("unavailable", status, fetched_at=now, expires_at=now)
+    return RobotsRules("unreachable", status, fetched_at=now, expires_at=now)

@@ -19,6 +19,7 @@ class CrawlStats:
     task_urls: int = 0
     robots_fetches: int = 0
     seeds: int = 0
+    peak_tasks_in_flight: int = 0
 
     @property
     def pages_fetched(self) -> int:
@@ -47,4 +48,5 @@ class CrawlStats:
             "dropped_links": dict(self.dropped),
             "events": dict(self.events),
             "seeds": self.seeds,
+            "peak_tasks_in_flight": self.peak_tasks_in_flight,
         }

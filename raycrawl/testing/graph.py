@@ -28,6 +28,11 @@ class WebSpec:
     names: bool = False  # serve hosts as h{n}.site{n // 4}.test names (crawl them with --resolve)
     private_links: bool = True
     crawl_delay: float | None = None  # robots.txt Crawl-delay for every host
+    profiles: tuple[str, ...] = ()  # fault profile of host h is profiles[h] ("normal" past the end); see server
+    slow_seconds: float = 3.0  # how long the "slow" and "robots-timeout" profiles take to answer
+
+    def profile(self, host: int) -> str:
+        return self.profiles[host] if host < len(self.profiles) else "normal"
 
 
 class WebGraph:

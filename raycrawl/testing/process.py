@@ -46,6 +46,8 @@ class TestWeb:
             flag = "--" + f.name.replace("_", "-")
             if isinstance(value, bool):
                 args += [flag] if value else []
+            elif isinstance(value, tuple):
+                args += [flag, ",".join(value)] if value else []
             elif value is not None:
                 args += [flag, str(value)]
         self._proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=os.environ.copy())

@@ -2,8 +2,20 @@
 
 Run in its own process (``python -m raycrawl.testing.server --hosts 20 ...``) so the crawler's load never
 slows the clock that judges it. It prints one JSON line when ready: ``{"port": ..., "seeds": [...]}``.
-The request log (JSON lines: t, ip, host, method, path, ua) is what the tests assert on; ``t`` is taken
-when the request's headers have been read, before any response byte is sent.
+The request log (JSON lines: t, ip, host, method, path, ua, status) is what the tests assert on; ``t`` is
+taken when the request's headers have been read, before any response byte is sent.
+
+Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustness tests:
+
+- ``robots-<status>`` (404, 401, 403, 410, 429, 500, 503 ...): robots.txt answers that status, always.
+- ``robots-redirect-<n>``: robots.txt redirects n times before the real file.
+- ``robots-oversize``: a 600 KiB robots.txt whose ``Disallow: /private/`` sits after 450 KiB of comments.
+- ``robots-crawl-delay-<s>``: robots.txt sets ``Crawl-delay: s``.
+- ``robots-timeout``: robots.txt answers after ``slow_seconds``.
+- ``429-seconds`` / ``429-date``: the third page request gets 429 with ``Retry-After: 3`` (seconds, or an
+  HTTP-date at least 3 s ahead); every other request is normal.
+- ``503-forever``: every page answers 503 without Retry-After. ``403``: every page answers 403.
+- ``slow``: every page answers after ``slow_seconds``.
 """
 
 from __future__ import annotations
@@ -13,7 +25,9 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import math
 import time
+from email.utils import formatdate
 from typing import IO
 
 from raycrawl.testing.graph import WebGraph, WebSpec
@@ -29,20 +43,54 @@ class TestWebServer:
         self.log = log
         self.graph = WebGraph(spec, 0)
         self._ip_to_host = {self.graph.ip(h): h for h in range(spec.hosts)}
+        self._page_requests: dict[int, int] = {}
 
-    def route(self, host: int, path: str) -> tuple[int, str, bytes]:
-        """(status, content type, body) for a path on a host."""
+    def route(self, host: int, path: str) -> tuple[int, list[tuple[str, str]], bytes, float]:
+        """(status, headers, body, seconds to wait before answering) for a path on a host, after its profile."""
         path = path.split("?", 1)[0]
-        if path == "/robots.txt":
-            return 200, "text/plain", self.graph.robots_txt(host)
+        profile = self.spec.profile(host)
+        kind, _, arg = profile.rpartition("-") if profile[-1:].isdigit() else (profile, "", "")
+        if path == "/robots.txt" or path.startswith("/r/"):
+            return self._robots(host, path, profile, kind, arg)
+        self._page_requests[host] = count = self._page_requests.get(host, 0) + 1
+        if profile in ("429-seconds", "429-date") and count == 3:
+            # An HTTP-date has whole seconds: round up so the wait is never under 3 s.
+            date = formatdate(math.ceil(time.time()) + 3, usegmt=True)
+            retry_after = "3" if profile == "429-seconds" else date
+            return 429, [("Retry-After", retry_after)], b"slow down\n", 0.0
+        if profile == "503-forever":
+            return 503, [], b"unavailable\n", 0.0
+        if profile == "403":
+            return 403, [], b"forbidden\n", 0.0
+        wait = self.spec.slow_seconds if profile == "slow" else 0.0
         page: int | None = None
         if path == "/":
             page = 0
         elif path.startswith("/p/") and path[3:].isdigit():
             page = int(path[3:])
         if page is not None and page < self.spec.pages_per_host:
-            return 200, "text/html; charset=utf-8", self.graph.html(host, page)
-        return 404, "text/plain", b"not found\n"
+            return 200, [("Content-Type", "text/html; charset=utf-8")], self.graph.html(host, page), wait
+        return 404, [], b"not found\n", wait
+
+    def _robots(
+        self, host: int, path: str, profile: str, kind: str, arg: str
+    ) -> tuple[int, list[tuple[str, str]], bytes, float]:
+        text = [("Content-Type", "text/plain")]
+        if kind == "robots-redirect":
+            hop = int(path[3:]) if path.startswith("/r/") else 0
+            if hop < int(arg):
+                return 301, [("Location", f"/r/{hop + 1}")], b"", 0.0
+            return 200, text, self.graph.robots_txt(host), 0.0
+        if kind == "robots" and arg:
+            return int(arg), text, b"robots.txt says no\n", 0.0
+        if kind == "robots-crawl-delay":
+            return 200, text, self.graph.robots_txt(host) + f"Crawl-delay: {arg}\n".encode(), 0.0
+        if profile == "robots-oversize":
+            filler = b"".join(b"# %06d padding padding padding padding padding padding\n" % i for i in range(8000))
+            body = b"User-agent: *\n" + filler[: 450 * 1024] + b"\nDisallow: /private/\n" + filler[:150_000]
+            return 200, text, body, 0.0
+        wait = self.spec.slow_seconds if profile == "robots-timeout" else 0.0
+        return 200, text, self.graph.robots_txt(host), wait
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         local_ip = writer.get_extra_info("sockname")[0]
@@ -62,6 +110,7 @@ class TestWebServer:
                     name, sep, value = line.partition(":")
                     if sep:
                         headers[name.strip().lower()] = value.strip()
+                status, extra, body, wait = self.route(host, target)
                 record = {
                     "t": received,
                     "ip": local_ip,
@@ -69,16 +118,16 @@ class TestWebServer:
                     "method": method,
                     "path": target,
                     "ua": headers.get("user-agent", ""),
+                    "status": status,
                 }
                 self.log.write(json.dumps(record) + "\n")
                 self.log.flush()
-                status, ctype, body = self.route(host, target)
-                reason = {200: "OK", 404: "Not Found"}.get(status, "Status")
-                writer.write(
-                    f"HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\n"
-                    f"Content-Length: {len(body)}\r\n\r\n".encode()
-                    + (body if method != "HEAD" else b"")
-                )
+                if wait:
+                    await asyncio.sleep(wait)
+                lines_out = [f"HTTP/1.1 {status} Status", f"Content-Length: {len(body)}"]
+                lines_out += [f"{k}: {v}" for k, v in extra]
+                response = ("\r\n".join(lines_out) + "\r\n\r\n").encode()
+                writer.write(response + (body if method != "HEAD" else b""))
                 await writer.drain()
                 if headers.get("connection", "").lower() == "close":
                     return
@@ -126,6 +175,8 @@ def main(argv: list[str] | None = None) -> None:
             parser.add_argument(flag, action="store_true")
         elif f.name == "crawl_delay":
             parser.add_argument(flag, type=float)
+        elif f.name == "profiles":
+            parser.add_argument(flag, type=lambda v: tuple(v.split(",")) if v else (), default=())
         else:
             parser.add_argument(flag, type=type(f.default), default=f.default)
     parser.add_argument("--port", type=int, default=0)

@@ -1,0 +1,1 @@
+"""Benchmarks: run with ``python -m benchmarks.<name>``; they print figures, they never assert."""

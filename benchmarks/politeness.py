@@ -1,0 +1,66 @@
+"""How close to the ideal polite rate raycrawl gets, and whether any gap falls under the delay.
+
+    python -m benchmarks.politeness [--hosts 40] [--delay 0.25] [--pages 60]
+
+The ideal rate is hosts / delay (every host hit exactly once per delay). Rates are computed from the test
+web's own request log, per host over its span of page requests, so start-up (Ray workers, robots.txt) and
+the tail (hosts finishing at different times) do not count against the crawler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+import ray
+
+from raycrawl.api import Crawl
+from raycrawl.config import CrawlConfig
+from raycrawl.testing import TestWeb, WebSpec
+from raycrawl.testing.process import gaps_by_host
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=40)
+    parser.add_argument("--delay", type=float, default=0.25)
+    parser.add_argument("--pages", type=int, default=60, help="pages per host")
+    parser.add_argument("--cpus", type=int, default=2)
+    args = parser.parse_args()
+
+    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    spec = WebSpec(hosts=args.hosts, pages_per_host=args.pages, page_bytes=500, private_links=False)
+    with TestWeb(spec) as web, tempfile.TemporaryDirectory() as out:
+        cfg = CrawlConfig(
+            seeds=tuple(web.graph.seeds()),
+            out=out,
+            delay=args.delay,
+            allow_network=("127.0.0.0/8",),
+            quiet=True,
+        )
+        started = time.time()
+        summary = Crawl(cfg).start().wait()
+        wall = time.time() - started
+        requests = [r for r in web.requests() if r["path"] != "/robots.txt"]
+
+    gaps = gaps_by_host(requests)
+    per_host_share = [args.delay * len(g) / sum(g) for g in gaps.values() if g]
+    under = sum(1 for g in gaps.values() for x in g if x < args.delay)
+    times = sorted(r["t"] for r in requests)
+    ideal = args.hosts / args.delay
+    overall = (len(times) - 1) / (times[-1] - times[0])
+    print(f"scenario: {args.hosts} hosts x {args.pages} pages, delay {args.delay} s, ideal {ideal:.1f} pages/s")
+    print(f"pages fetched            {summary['outcomes'].get('fetched', 0)}")
+    print(f"wall time                {wall:.1f} s (crawl {summary['elapsed_s']} s)")
+    print(f"rate over request span   {overall:.1f} pages/s = {overall / ideal:.1%} of ideal")
+    print(f"per-host rate (mean)     {statistics.mean(per_host_share):.1%} of ideal (min {min(per_host_share):.1%})")
+    print(f"gaps under the delay     {under} of {sum(len(g) for g in gaps.values())}")
+    print(f"smallest gap             {min(min(g) for g in gaps.values() if g):.4f} s")
+    print(f"URLs per fetch task      {summary['urls_per_task']}")
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""One host's politeness state, and how it reacts to what its server answered.
+
+A ``HostState`` lives inside the FrontierShard that owns the host. It knows when the host may next be hit
+(``next_allowed``; ``blocked_until`` for Retry-After and backoff), why (``delay_reason``, ``block_reason``),
+its robots rules, and whether it is paused (a 403/451 streak, or the operator) or closed (a permanent verdict:
+robots.txt unreachable for good, a blocked address, a Crawl-delay over the cap with the ``skip`` policy).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from raycrawl.core.politeness import DelayPolicy, DelayReason, backoff, host_delay
+from raycrawl.core.records import Ack, UrlEntry
+from raycrawl.core.robots import RobotsRules
+
+DENIAL_STATUSES = frozenset({403, 451})
+BlockReason = Literal["retry_after", "backoff"]
+
+
+@dataclass(slots=True)
+class HostState:
+    key: str
+    origin: str
+    delay: float
+    delay_reason: DelayReason = "configured"
+    queue: list[tuple[float, int, UrlEntry]] = field(default_factory=list)
+    next_allowed: float = 0.0
+    blocked_until: float = 0.0
+    block_reason: BlockReason | None = None
+    in_flight: int = 0
+    last_response_s: float = 0.0
+    failure_streak: int = 0
+    denial_streak: int = 0
+    robots: RobotsRules | None = None
+    robots_leased: bool = False
+    robots_failures: int = 0
+    paused: str | None = None
+    closed: tuple[Any, str] | None = None  # (outcome, detail) for every URL of this host from now on
+    delay_override: float | None = None
+    heap_token: int = 0
+    requests: int = 0
+    fetched: int = 0
+    errors: int = 0
+
+    def due(self) -> float:
+        return max(self.next_allowed, self.blocked_until)
+
+    def recompute_delay(self, policy: DelayPolicy) -> None:
+        if self.delay_override is not None:
+            self.delay, self.delay_reason = self.delay_override, "configured"
+            return
+        crawl_delay = self.robots.crawl_delay if self.robots is not None else None
+        self.delay, self.delay_reason = host_delay(policy, crawl_delay, self.last_response_s)
+
+    def block(self, until: float, reason: BlockReason) -> None:
+        if until > self.blocked_until:
+            self.blocked_until, self.block_reason = until, reason
+
+    def on_page_answer(self, ack: Ack, policy: DelayPolicy, pause_after: int, rng: random.Random) -> None:
+        """Update the clocks and streaks from one answered (or failed) page request."""
+        answered = ack.responded_at
+        self.requests += 1
+        if ack.status is not None:
+            self.last_response_s = max(0.0, ack.elapsed_s)
+        if ack.transient:
+            self.failure_streak += 1
+            if ack.retry_at is not None:
+                self.block(min(ack.retry_at, answered + policy.max_retry_after), "retry_after")
+            else:
+                self.block(answered + backoff(policy, self.failure_streak, rng), "backoff")
+        else:
+            self.failure_streak = 0
+            if ack.status in DENIAL_STATUSES:
+                self.denial_streak += 1
+                if pause_after and self.denial_streak >= pause_after and self.paused is None:
+                    self.paused = f"{self.denial_streak} responses 403/451 in a row"
+            else:
+                self.denial_streak = 0
+        self.recompute_delay(policy)
+        # The server logged the request before it answered, so a slot based on the answer is never early there.
+        self.next_allowed = max(self.next_allowed, answered + self.delay)
+
+    def enqueue(self, priority: float, seq: int, entry: UrlEntry) -> None:
+        heapq.heappush(self.queue, (priority, seq, entry))
+
+    def pop(self) -> UrlEntry:
+        return heapq.heappop(self.queue)[2]
+
+    def row(self, now: float) -> dict[str, Any]:
+        robots = "pending" if self.robots is None else self.robots.verdict
+        blocked = self.blocked_until > now
+        return {
+            "host": self.key,
+            "queued": len(self.queue),
+            "in_flight": self.in_flight,
+            "delay": round(self.delay, 3),
+            "delay_reason": self.delay_reason,
+            "wait": round(max(0.0, self.due() - now), 3),
+            "blocked": self.block_reason if blocked else None,
+            "robots": robots,
+            "crawl_delay": self.robots.crawl_delay if self.robots is not None else None,
+            "paused": self.paused,
+            "closed": self.closed[1] if self.closed else None,
+            "failure_streak": self.failure_streak,
+            "requests": self.requests,
+            "fetched": self.fetched,
+            "errors": self.errors,
+        }

@@ -1,0 +1,54 @@
+"""When a host may next be hit: the delay model and the backoff model, as pure functions.
+
+Delay (between two requests to a healthy host), in the spirit of Heritrix's delayFactor and Scrapy's
+AutoThrottle: ``clamp(max(configured delay, robots Crawl-delay (capped), delay_factor x last response time),
+min_delay, max_delay)``. A slow server is given proportionally more room, so load falls as it struggles
+instead of concurrency rising into a 429 death spiral (crawlee-python #1437).
+
+Backoff (after a transient failure: 429/503 without Retry-After, 5xx, connect errors, timeouts): exponential
+in the host's current failure streak, with jitter so that many crawlers do not return in lock step, capped.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+DelayReason = Literal["configured", "robots", "latency", "min_delay", "max_delay"]
+
+
+@dataclass(frozen=True, slots=True)
+class DelayPolicy:
+    delay: float = 1.0
+    delay_factor: float = 1.0
+    min_delay: float = 0.0
+    max_delay: float = 60.0
+    max_crawl_delay: float = 30.0
+    backoff_base: float = 2.0
+    max_backoff: float = 600.0
+    max_retry_after: float = 3600.0
+
+
+def host_delay(policy: DelayPolicy, crawl_delay: float | None, last_response_s: float) -> tuple[float, DelayReason]:
+    """The delay for a host now, and which term decided it."""
+    candidates: list[tuple[float, DelayReason]] = [(policy.delay, "configured")]
+    if crawl_delay is not None:
+        candidates.append((min(crawl_delay, policy.max_crawl_delay), "robots"))
+    if policy.delay_factor > 0:
+        candidates.append((policy.delay_factor * last_response_s, "latency"))
+    value, reason = max(candidates, key=lambda c: c[0])
+    if value < policy.min_delay:
+        return policy.min_delay, "min_delay"
+    if value > policy.max_delay:
+        return policy.max_delay, "max_delay"
+    return value, reason
+
+
+def backoff(policy: DelayPolicy, streak: int, rng: random.Random) -> float:
+    """Seconds to keep a host idle after its ``streak``-th failure in a row (streak >= 1).
+
+    base x 2^(streak-1), times a jitter in [1, 1.5): always longer than the previous step before the cap.
+    """
+    raw = policy.backoff_base * (2.0 ** min(max(streak, 1) - 1, 40))
+    return min(policy.max_backoff, raw * (1.0 + 0.5 * rng.random()))
