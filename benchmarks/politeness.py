@@ -28,9 +28,17 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.25)
     parser.add_argument("--pages", type=int, default=60, help="pages per host")
     parser.add_argument("--cpus", type=int, default=2)
+    parser.add_argument("--batch", type=int, default=CrawlConfig().fetch_batch_size, help="--fetch-batch-size")
+    parser.add_argument("--tasks", type=int, default=CrawlConfig().max_tasks_in_flight, help="--max-tasks-in-flight")
     args = parser.parse_args()
 
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
+    ray.init(
+        num_cpus=args.cpus,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="WARNING",
+        _node_ip_address="127.0.0.1",  # keep Ray itself on loopback too
+    )
     spec = WebSpec(hosts=args.hosts, pages_per_host=args.pages, page_bytes=500, private_links=False)
     with TestWeb(spec) as web, tempfile.TemporaryDirectory() as out:
         cfg = CrawlConfig(
@@ -38,6 +46,8 @@ def main() -> None:
             out=out,
             delay=args.delay,
             allow_network=("127.0.0.0/8",),
+            fetch_batch_size=args.batch,
+            max_tasks_in_flight=args.tasks,
             quiet=True,
         )
         started = time.time()

@@ -7,6 +7,7 @@ crawl.status(); crawl.hosts(); summary = crawl.wait()
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -80,12 +81,17 @@ def ensure_ray(address: str | None) -> None:
 
     if ray.is_initialized():
         return
+    options: dict[str, Any] = {}
+    if address is None and not os.environ.get("RAY_ADDRESS"):
+        # A Ray of our own: keep it on loopback (anyone who reaches Ray's ports can run code).
+        options["_node_ip_address"] = "127.0.0.1"
     try:
         ray.init(
             address=address,
             include_dashboard=False,
             logging_level="WARNING",
             log_to_driver=False,  # worker chatter would garble the progress line; errors come back as values
+            **options,
         )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = address or "a local Ray instance"

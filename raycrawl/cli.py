@@ -23,7 +23,7 @@ HELP = {
     "out": "output directory: pages.jsonl, warc/, stats.json (default: crawl-out)",
     "max_pages": "stop after this many pages were fetched",
     "max_depth": "do not follow links more than this many hops from a seed",
-    "time_limit": "stop after this many seconds",
+    "time_limit": "stop after this many seconds of crawling (worker start-up excluded)",
     "scope": "which links to follow: host (the seeds' hosts), domain (their registered domains), any",
     "allow": "only follow URLs matching this regex (repeatable)",
     "deny": "never follow URLs matching this regex (repeatable; wins over --allow)",

@@ -16,7 +16,13 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 def ray_local() -> Iterator[None]:
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING", log_to_driver=False)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level="WARNING",
+        log_to_driver=False,
+        _node_ip_address="127.0.0.1",  # tests touch loopback only, Ray included
+    )
     try:
         yield
     finally:

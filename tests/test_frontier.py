@@ -193,121 +193,19 @@ def test_batches_fill_up_or_launch_when_due() -> None:
         return Lease(i, 0, f"http://h{i}.test/", "page", due, due + 100)
 
     staged = [lease(i, 10.0 + i * 0.01) for i in range(5)]
-    assert take_batches(staged, 4, 32, now=9.0, launch_slack=0.05) == []  # not full, not due: wait
+    assert take_batches(staged, 4, 32, now=9.0, launch_slack=0.05, window=0.1) == []  # not full, not due: wait
     assert len(staged) == 5
-    (batch,) = take_batches(staged, 4, 32, now=9.96, launch_slack=0.05)
+    (batch,) = take_batches(staged, 4, 32, now=9.96, launch_slack=0.05, window=0.1)
     assert [x.lease_id for x in batch] == [0, 1, 2, 3, 4] and staged == []
     staged = [lease(i, 10.0) for i in range(100)]
-    batches = take_batches(staged, 2, 32, now=0.0, launch_slack=0.05)
-    assert [len(b) for b in batches] == [50, 50]  # over the task cap: batches grow
+    batches = take_batches(staged, 2, 32, now=0.0, launch_slack=0.05, window=0.1)
+    assert [len(b) for b in batches] == [50, 50]  # full, and over the task cap: batches grow
 
 
-def test_permanent_robots_failure_ends_host_at_once() -> None:
-    clock = FakeClock()
-    shard = make(clock, max_attempts=3)
-    shard.push([UrlEntry("http://a.test/1", 0), UrlEntry("http://a.test/2", 0)])
-    (robots,) = shard.lease(1)
-    shard.ack([Ack(robots.lease_id, None, clock.now, 0.0, False, "BlockedAddress")])
-    assert [t.detail for t in shard.take_terminals()] == ["robots.txt unreachable (BlockedAddress)"] * 2
-    shard.push([UrlEntry("http://a.test/3", 1)])
-    assert [t.outcome for t in shard.take_terminals()] == ["error"]
+def test_a_batch_holds_only_urls_due_close_together() -> None:
+    from raycrawl.core.batching import take_batches
 
-
-def ready_host(clock: FakeClock, **kw: object) -> FrontierShard:
-    shard = make(clock, **kw)
-    shard.push([UrlEntry(f"http://a.test/{i}", 0) for i in range(6)])
-    robots_ok(shard, shard.lease(1)[0], at=clock.now)
-    return shard
-
-
-def test_retry_after_blocks_the_host_until_then_capped() -> None:
-    clock = FakeClock()
-    shard = ready_host(clock, delay=0.0, max_retry_after=60.0)
-    (page,) = shard.lease(1)
-    shard.ack([Ack(page.lease_id, 429, clock.now, 0.0, True, retry_at=clock.now + 3.0)])
-    assert shard.lease(1, horizon=2.9) == []
-    (again,) = shard.lease(1, horizon=3.0)
-    assert again.not_before == clock.now + 3.0  # the retried URL waits its turn in the host's queue
-    shard.ack([Ack(again.lease_id, 503, clock.now, 0.0, True, retry_at=clock.now + 10**9)])
-    assert shard.host_table()[0]["blocked"] == "retry_after"
-    assert shard.host_table()[0]["wait"] == 60.0  # an absurd Retry-After is capped
-
-
-def test_403_streak_pauses_host_and_drain_reports_it() -> None:
-    clock = FakeClock()
-    shard = ready_host(clock, delay=0.0, pause_after=3)
-    for _ in range(3):
-        (page,) = shard.lease(1)
-        shard.ack([Ack(page.lease_id, 403, clock.now, 0.0, False)])
-    assert shard.lease(10, horizon=100) == []  # paused: nothing more is sent
-    assert shard.queued == 3 and shard.queued_paused == 3  # the rest stays queued
-    assert shard.host_table()[0]["paused"] == "3 responses 403/451 in a row"
-    shard.drain("frontier exhausted")
-    assert {t.detail for t in shard.take_terminals()} == {"host paused: 3 responses 403/451 in a row"}
-
-
-def test_non_denial_resets_the_streak_and_operator_can_resume() -> None:
-    clock = FakeClock()
-    shard = ready_host(clock, delay=0.0, pause_after=2)
-    for status in (403, 200, 451):
-        (page,) = shard.lease(1)
-        shard.ack([Ack(page.lease_id, status, clock.now, 0.0, False)])
-    assert len(shard.lease(1)) == 1  # 403, 200, 451: no streak of 2
-    shard.pause_host("a.test", "by hand")
-    assert shard.lease(1, horizon=10) == []
-    shard.resume_host("a.test")
-    shard.ack([Ack(1_000, 200, clock.now, 0.0, False)])  # unknown lease: stale, harmless
-    assert shard.set_delay("a.test", 5.0) and shard.host_table()[0]["delay"] == 5.0
-
-
-def test_crawl_delay_over_cap_skip_policy_closes_host() -> None:
-    clock = FakeClock()
-    shard = make(clock, max_crawl_delay=10.0, crawl_delay_policy="skip")
-    shard.push([UrlEntry("http://a.test/1", 0)])
-    robots_ok(shard, shard.lease(1)[0], b"User-agent: *\nCrawl-delay: 60\n", status=200)
-    (t,) = shard.take_terminals()
-    assert (t.outcome, t.detail) == ("robots_denied", "Crawl-delay 60 s exceeds the 10 s cap")
-    shard.push([UrlEntry("http://a.test/2", 1)])
-    assert [x.outcome for x in shard.take_terminals()] == ["robots_denied"]
-
-
-def test_robots_status_verdicts() -> None:
-    from raycrawl.core.robots import rules_from_fetch
-
-    verdicts = {s: rules_from_fetch(s, b"", "bot", 0.0, 10.0).verdict for s in (200, 301, 401, 403, 404, 429, 500, 503)}
-    assert verdicts == {
-        200: "parsed",
-        301: "allow_all",
-        401: "allow_all",
-        403: "allow_all",
-        404: "allow_all",
-        429: "unreachable",
-        500: "unreachable",
-        503: "unreachable",
-    }
-    assert rules_from_fetch(None, None, "bot", 0.0, 10.0).verdict == "unreachable"
-
-
-def test_latency_raises_the_delay() -> None:
-    clock = FakeClock()
-    shard = ready_host(clock, delay=0.5, delay_factor=2.0)
-    clock.now += 10
-    (page,) = shard.lease(1)
-    shard.ack([Ack(page.lease_id, 200, clock.now, 1.5, False)])
-    row = shard.host_table()[0]
-    assert (row["delay"], row["delay_reason"]) == (3.0, "latency")
-
-
-def test_no_page_is_leased_early_while_robots_is_unreachable() -> None:
-    clock = FakeClock()
-    shard = make(clock, delay=0.0, backoff_base=1.0, max_attempts=3)
-    shard.push([UrlEntry("http://a.test/1", 0)])
-    (r1,) = shard.lease(1)
-    shard.ack([Ack(r1.lease_id, None, clock.now, 0.0, True, "ReadTimeout")])
-    for horizon in (0.5, 1.0, 2.0):  # leased early or not, the next request is robots.txt again, never a page
-        leases = shard.lease(1, horizon=horizon)
-        if leases:
-            assert leases[0].kind == "robots" and leases[0].not_before >= clock.now + 1.0
-            break
-    else:
-        raise AssertionError("robots.txt was never asked for again")
+    staged = [Lease(i, 0, f"http://h{i}.test/", "page", 10.0 + i * 0.04, 200.0) for i in range(8)]
+    batches = take_batches(staged, 4, 32, now=10.0, launch_slack=0.05, window=0.1)
+    assert [[x.lease_id for x in b] for b in batches] == [[0, 1, 2]]  # 10.00-10.08; the rest is not due yet
+    assert [x.lease_id for x in staged] == [3, 4, 5, 6, 7]

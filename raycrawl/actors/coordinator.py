@@ -23,7 +23,7 @@ import ray
 from ray.exceptions import RayError
 
 from raycrawl.actors.dedup import DedupActor, pack_fingerprints
-from raycrawl.actors.fetch_task import fetch_batch
+from raycrawl.actors.fetch_task import fetch_batch, warm_up
 from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.adapters.fetcher import FetchSettings
 from raycrawl.adapters.output import PagesWriter, write_stats
@@ -41,7 +41,11 @@ from raycrawl.core.urls import MAX_URL_LENGTH, fingerprint, host_key
 
 LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
 MAX_IDLE_WAIT = 0.25  # wake at least this often to check limits and stop requests
+MAX_DRAIN = 64  # stream items taken per wait, at most
 STATS_EVERY = 5.0
+WARM_UP_TIMEOUT = 20.0
+SHARD_REFRESH = 1.0  # call every shard at least this often (counts, lease expiry)
+MAX_GATHER = 0.05  # collect results for up to this long between rounds (less when the delay is short)
 TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
 
 
@@ -107,13 +111,16 @@ class Coordinator:
         self._acked: list[list[FetchResult]] = [[] for _ in self.shards]
         self._pushes: list[list[UrlEntry]] = [[] for _ in self.shards]
         self._staged: list[Lease] = []
-        self._in_flight: dict[ray.ObjectRef, list[Lease]] = {}
+        # Each running fetch task's result stream, with the leases it has not reported yet.
+        self._in_flight: dict[Any, dict[tuple[int, int], Lease]] = {}
         self._queued = 0
         self._queued_paused = 0
         self._final_drain: str | None = None
         self._leased = 0
         self._next_due: float | None = None
         self._rotation = 0
+        self._replies: list[ShardReply | None] = [None] * self.num_shards
+        self._last_call: list[float] = [0.0] * self.num_shards
         self._last_stats = 0.0
 
     # --- control (called from other threads of the actor) --------------------------------------------
@@ -141,6 +148,8 @@ class Coordinator:
     # --- the loop ------------------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
+        self._warm_up()
+        self.stats.started_at = time.time()  # --time-limit and pages/s count crawling, not worker start-up
         self.stats.seeds = len(self.seeds)
         self._route_links([(url, 0, None) for url in self.seeds])
         try:
@@ -155,22 +164,35 @@ class Coordinator:
             self._status = self._progress("finished")
         return summary
 
+    def _warm_up(self) -> None:
+        """Start the fetch workers now, not mid-crawl (see warm_up); bounded, and harmless if it times out."""
+        options = {"num_cpus": self.cfg.fetch_task_cpus}
+        refs = [
+            warm_up.options(**options).remote(self.fetch_settings, 0.3) for _ in range(self.cfg.max_tasks_in_flight)
+        ]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=WARM_UP_TIMEOUT)
+        self.stats.events["fetch_workers_warmed"] = len(set(ray.get(ready)))
+
     def _round(self) -> bool:
         """One round; True when the crawl is over."""
-        now = time.time()
-        self._check_limits(now)
+        started = time.time()
+        self._check_limits(started)
         stopping = self._stop_reason or self._final_drain
-        quotas = split_quota(self._lease_budget() if not stopping else 0, self.num_shards, self._rotation)
+        calls = self._shards_to_call(started, bool(stopping))
+        budget = self._lease_budget() if not stopping else 0
+        quotas = split_quota(budget, len(calls), self._rotation) if calls else []
         self._rotation += 1
         refs = [
-            shard.exchange.remote(self._acks[i], self._pushes[i], quotas[i], self.cfg.lease_horizon, stopping)
-            for i, shard in enumerate(self.shards)
+            self.shards[i].exchange.remote(self._acks[i], self._pushes[i], q, self.cfg.lease_horizon, stopping)
+            for i, q in zip(calls, quotas, strict=True)
         ]
-        acked = self._acked
-        self._acks = [[] for _ in self.shards]
-        self._acked = [[] for _ in self.shards]
-        self._pushes = [[] for _ in self.shards]
+        acked = [self._acked[i] for i in calls]
+        for i in calls:
+            self._acks[i], self._acked[i], self._pushes[i] = [], [], []
+            self._last_call[i] = started
         replies: list[ShardReply] = ray.get(refs)
+        for i, reply in zip(calls, replies, strict=True):
+            self._replies[i] = reply
         self._absorb(replies, acked)
         self._launch()
         pending_pushes = any(self._pushes)
@@ -181,8 +203,28 @@ class Coordinator:
             # Only paused hosts still hold URLs: one more round ends them, saying why each host was paused.
             self._final_drain = "frontier exhausted"
         self._publish()
-        self._wait(0.0 if pending_pushes else self._idle_time())
+        self._wait(started, pending_pushes)
         return False
+
+    def _shards_to_call(self, now: float, stopping: bool) -> list[int]:
+        """Shards with something to do: acks or URLs for them, a host due within the horizon, or a refresh due.
+
+        A shard changes only through our calls (and lease expiry, which the periodic refresh covers), so one
+        whose last reply showed nothing due can be left alone: fewer round trips, for the same decisions.
+        """
+        horizon = now + self.cfg.lease_horizon
+        out = []
+        for i, reply in enumerate(self._replies):
+            if (
+                stopping
+                or reply is None
+                or self._acks[i]
+                or self._pushes[i]
+                or (reply.next_due is not None and reply.next_due <= horizon)
+                or now - self._last_call[i] >= SHARD_REFRESH
+            ):
+                out.append(i)
+        return out
 
     def _check_limits(self, now: float) -> None:
         cfg = self.cfg
@@ -205,10 +247,11 @@ class Coordinator:
         now = time.time()
         records: list[dict[str, Any]] = []
         links: list[tuple[str, int, str | None]] = []
-        self._queued = sum(r.queued for r in replies)
-        self._queued_paused = sum(r.queued_paused for r in replies)
-        self._leased = sum(r.leased for r in replies)
-        dues = [r.next_due for r in replies if r.next_due is not None]
+        latest = [r for r in self._replies if r is not None]  # every shard's last word, called now or not
+        self._queued = sum(r.queued for r in latest)
+        self._queued_paused = sum(r.queued_paused for r in latest)
+        self._leased = sum(r.leased for r in latest)
+        dues = [r.next_due for r in latest if r.next_due is not None]
         self._next_due = min(dues) if dues else None
         for reply, results in zip(replies, acked, strict=True):
             records.extend(terminal_record(t, now) for t in reply.terminals)
@@ -271,68 +314,114 @@ class Coordinator:
     def _launch(self) -> None:
         free = self.cfg.max_tasks_in_flight - len(self._in_flight)
         options = {"num_cpus": self.cfg.fetch_task_cpus}
-        for batch in take_batches(self._staged, free, self.cfg.fetch_batch_size, time.time(), LAUNCH_SLACK):
-            ref = fetch_batch.options(**options).remote(self.fetch_settings, batch)
-            self._in_flight[ref] = batch
+        now = time.time()
+        # A task carries URLs due within this long of its first: as wide as leasing ahead allows, so tasks are
+        # full; bounded, so a task ends soon and frees its slot (its results stream back as they complete).
+        window = max(LAUNCH_SLACK, self.cfg.lease_horizon - LAUNCH_SLACK)
+        for batch in take_batches(self._staged, free, self.cfg.fetch_batch_size, now, LAUNCH_SLACK, window):
+            stream = fetch_batch.options(**options).remote(self.fetch_settings, batch)
+            self._in_flight[stream] = {(lease.shard, lease.lease_id): lease for lease in batch}
             self.stats.count_task(len(batch))
         self.stats.peak_tasks_in_flight = max(self.stats.peak_tasks_in_flight, len(self._in_flight))
 
-    def _idle_time(self) -> float:
-        now = time.time()
-        wake = now + MAX_IDLE_WAIT
+    def _wake_at(self) -> float:
+        """When the next round must start at the latest: a host coming due, or a staged task to launch."""
+        wake = time.time() + MAX_IDLE_WAIT
         if self._next_due is not None:
             wake = min(wake, self._next_due - self.cfg.lease_horizon)
         if self._staged:
             wake = min(wake, min(lease.not_before for lease in self._staged) - LAUNCH_SLACK)
-        return max(0.001, wake - now)
+        return wake
 
-    def _wait(self, timeout: float) -> None:
+    def _wait(self, round_started: float, pending_pushes: bool) -> None:
+        """Collect results until the next round is worth it.
+
+        Rounds are paced: results are gathered for ``gather`` seconds (a fraction of the delay, so no host's
+        next lease is late) instead of a full round trip to every shard per result. Each task streams its
+        results as its URLs complete.
+        """
+        gather = min(MAX_GATHER, self.cfg.delay / 4)
+        earliest = round_started + gather
+        latest = self._wake_at()
+        if pending_pushes:
+            latest = min(latest, earliest)
+        pause = min(earliest, latest) - time.time()
+        if pause > 0:
+            time.sleep(pause)
         if not self._in_flight:
-            time.sleep(timeout)
+            time.sleep(max(0.0, latest - time.time()))
             return
-        refs = list(self._in_flight)
-        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+        streams = list(self._in_flight)
+        ready, _ = ray.wait(streams, num_returns=1, timeout=max(0.0, latest - time.time()))
         if not ready:
             return
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-        try:
-            batches: list[list[FetchResult]] = ray.get(ready)
-        except RayError:
-            batches = self._get_each(ready)
-        for ref in ready:
-            self._in_flight.pop(ref)
-        for results in batches:
-            for result in results:
-                shard = result.lease.shard
-                self._acks[shard].append(
-                    Ack(
-                        result.lease.lease_id,
-                        result.status,
-                        result.responded_at,
-                        result.elapsed_ms / 1000,
-                        result.transient,
-                        result.error,
-                        result.body,
-                        result.retry_at,
-                    )
-                )
-                result.body = None
-                self._acked[shard].append(result)
+        refs: list[tuple[Any, Any]] = []
+        ended: list[Any] = []
+        live = streams
+        for _ in range(MAX_DRAIN):  # every item already waiting, from every stream
+            ready, _ = ray.wait(live, num_returns=len(live), timeout=0)
+            if not ready:
+                break
+            for stream in ready:
+                try:
+                    refs.append((stream, next(stream)))
+                except StopIteration:
+                    ended.append(stream)
+            live = [stream for stream in live if stream not in ended]
+            if not live:
+                break
+        if refs:
+            try:
+                groups: list[list[FetchResult]] = ray.get([ref for _, ref in refs])
+            except RayError:
+                groups = self._get_each(refs)
+            for results in groups:
+                for result in results:
+                    self._ack(result)
+        for stream in ended:  # only now: its last results were just acked above
+            self._finish_stream(stream, None)
 
-    def _get_each(self, refs: list[ray.ObjectRef]) -> list[list[FetchResult]]:
-        """Some task failed (its worker died): hand its leases back at once, keep the others' results."""
+    def _ack(self, result: FetchResult) -> None:
+        lease = result.lease
+        for remaining in self._in_flight.values():
+            if remaining.pop((lease.shard, lease.lease_id), None) is not None:
+                break
+        self._acks[lease.shard].append(
+            Ack(
+                lease.lease_id,
+                result.status,
+                result.responded_at,
+                result.elapsed_ms / 1000,
+                result.transient,
+                result.error,
+                result.body,
+                result.retry_at,
+            )
+        )
+        result.body = None
+        self._acked[lease.shard].append(result)
+
+    def _get_each(self, refs: list[tuple[Any, Any]]) -> list[list[FetchResult]]:
+        """Some task failed (its worker died): hand its unreported leases back at once, keep the rest."""
         out: list[list[FetchResult]] = []
-        for ref in refs:
+        for stream, ref in refs:
             try:
                 out.append(ray.get(ref))
             except RayError as exc:
                 self.stats.events["failed_tasks"] += 1
-                by_shard: dict[int, list[int]] = {}
-                for lease in self._in_flight[ref]:
-                    by_shard.setdefault(lease.shard, []).append(lease.lease_id)
-                reason = f"fetch task failed: {type(exc).__name__}"
-                ray.get([self.shards[s].release.remote(ids, reason) for s, ids in by_shard.items()])
+                self._finish_stream(stream, f"fetch task failed: {type(exc).__name__}")
         return out
+
+    def _finish_stream(self, stream: Any, failure: str | None) -> None:
+        """A task's stream ended; any lease it never reported goes back to its shard."""
+        remaining = self._in_flight.pop(stream, {})
+        if not remaining:
+            return
+        by_shard: dict[int, list[int]] = {}
+        for shard, lease_id in remaining:
+            by_shard.setdefault(shard, []).append(lease_id)
+        reason = failure or "fetch task ended without a result"
+        ray.get([self.shards[s].release.remote(ids, reason) for s, ids in by_shard.items()])
 
     # --- reporting -----------------------------------------------------------------------------------
 

@@ -1,10 +1,15 @@
-"""The fetch task: a batch of leased URLs in, a batch of results out. Stateless; no politeness of its own.
+"""The fetch task: a batch of leased URLs in, their results streamed out as they complete (a Ray generator
+task). Stateless; no politeness of its own beyond each lease's not_before.
 
 ``max_retries=0``: Ray must not re-run a fetch on its own (that would send requests no shard paced). A task
 that dies is reported by Ray, and the coordinator hands its leases back to their shards.
 """
 
 from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
 
 import ray
 
@@ -13,5 +18,18 @@ from raycrawl.core.records import FetchResult, Lease
 
 
 @ray.remote(max_retries=0)
-def fetch_batch(settings: FetchSettings, leases: list[Lease]) -> list[FetchResult]:
-    return fetcher_for(settings).fetch_batch(leases)
+def fetch_batch(settings: FetchSettings, leases: list[Lease]) -> Iterator[list[FetchResult]]:
+    yield from fetcher_for(settings).fetch_stream(leases)
+
+
+@ray.remote(max_retries=0)
+def warm_up(settings: FetchSettings, hold_s: float) -> int:
+    """Start a worker process and its fetcher before the crawl needs them.
+
+    Starting a worker (a new process importing Ray and raycrawl) costs about a second of CPU; in the middle
+    of a crawl that stalls every host's clock on a small machine. Held briefly, so that tasks submitted
+    together each get a process of their own.
+    """
+    fetcher_for(settings)
+    time.sleep(hold_s)
+    return os.getpid()

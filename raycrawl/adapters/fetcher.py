@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ipaddress
+import queue
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
@@ -31,6 +34,7 @@ from raycrawl.core.records import FetchResult, Lease
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
 from raycrawl.core.urls import DEFAULT_PORTS, canonicalize, path_of, split_netloc
 
+MAX_POOLS = 1024  # connection pools (one per origin) kept open per worker process
 TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
 
@@ -71,31 +75,64 @@ class Fetcher:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="raycrawl-fetch-loop", daemon=True)
         self._thread.start()
-        self._client = asyncio.run_coroutine_threadsafe(self._make_client(), self._loop).result()
+        # One small connection pool per origin: httpcore scans every pooled connection on each request, so a
+        # single pool shared by hundreds of hosts costs O(hosts) per request. Least recently used pools close.
+        self._clients: OrderedDict[tuple[str, str, int], httpx.AsyncClient] = OrderedDict()
+        self._ssl = httpx.create_ssl_context()  # building one costs ~30 ms: share it across the pools
         self._warc = WarcSink(settings.warc_dir) if settings.warc_dir else None
 
-    async def _make_client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
+    def _client_for(self, scheme: str, address: str, port: int) -> httpx.AsyncClient:
+        key = (scheme, address, port)
+        client = self._clients.get(key)
+        if client is not None:
+            self._clients.move_to_end(key)
+            return client
+        client = httpx.AsyncClient(
             timeout=httpx.Timeout(self.settings.timeout),
             follow_redirects=False,
             trust_env=False,  # never route through a proxy from the environment
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=256),
+            verify=self._ssl,
+            limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
             headers={"User-Agent": self.settings.user_agent, "Accept": "text/html,*/*;q=0.8"},
         )
+        self._clients[key] = client
+        while len(self._clients) > MAX_POOLS:
+            _, old = self._clients.popitem(last=False)
+            self._loop.create_task(old.aclose())
+        return client
 
     def fetch_batch(self, leases: Sequence[Lease]) -> list[FetchResult]:
-        future = asyncio.run_coroutine_threadsafe(self._fetch_all(leases), self._loop)
-        exchanges = future.result()
-        results = []
-        for ex in exchanges:
-            self._finish(ex)
-            results.append(ex.result)
-        if self._warc is not None:
-            self._warc.flush()
-        return results
+        """All results at once (for callers that do not stream)."""
+        return [result for group in self.fetch_stream(leases) for result in group]
 
-    async def _fetch_all(self, leases: Sequence[Lease]) -> list[_Exchange]:
-        return list(await asyncio.gather(*(self._fetch_one(lease) for lease in leases)))
+    def fetch_stream(self, leases: Sequence[Lease]) -> Iterator[list[FetchResult]]:
+        """Results in small groups, as their requests complete.
+
+        Leases in one batch are due at different times; streaming lets each host's answer reach its shard at
+        once instead of when the batch's last URL is done, so no host waits on another host's schedule.
+        """
+        done: queue.SimpleQueue[_Exchange | BaseException] = queue.SimpleQueue()
+        for lease in leases:
+            future = asyncio.run_coroutine_threadsafe(self._fetch_one(lease), self._loop)
+            future.add_done_callback(lambda f: done.put(f.exception() or f.result()))
+        remaining = len(leases)
+        while remaining:
+            group = [done.get()]
+            while True:  # take whatever else has completed meanwhile
+                try:
+                    group.append(done.get_nowait())
+                except queue.Empty:
+                    break
+            remaining -= len(group)
+            results = []
+            for item in group:
+                if isinstance(item, BaseException):
+                    raise item
+                self._finish(item)
+                results.append(item.result)
+            if self._warc is not None:
+                self._warc.flush()
+            yield results
 
     # --- on the loop ---------------------------------------------------------------------------------
 
@@ -142,10 +179,11 @@ class Fetcher:
         target = f"{scheme}://{ip_netloc}:{port}{path_of(url)}"
         headers = {"Host": netloc}
         extensions = {"sni_hostname": host} if scheme == "https" else {}
-        request = self._client.build_request("GET", target, headers=headers, extensions=extensions)
+        client = self._client_for(scheme, address, port)
+        request = client.build_request("GET", target, headers=headers, extensions=extensions)
         ex.request_headers = [(k.decode(), v.decode()) for k, v in request.headers.raw]
         r.sent_at = time.time()
-        response = await self._client.send(request, stream=True)
+        response = await client.send(request, stream=True)
         try:
             r.responded_at = time.time()
             r.status = response.status_code
@@ -171,6 +209,8 @@ class Fetcher:
     async def _address_of(self, host: str, port: int) -> str:
         """The address to connect to: resolved here and checked, so no later lookup can swap it."""
         address = self._resolve.get(host)
+        if address is None and _is_ip_literal(host):
+            address = host  # no lookup (and no trip through the executor) for an address
         if address is None:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
             if not infos:
@@ -203,6 +243,14 @@ class Fetcher:
             r.outlinks = extract_links(html, r.lease.url, self.settings.tracking_params, self.settings.max_outlinks)
         if self._warc is not None:
             self._warc.write(r.lease.url, ex.request_headers, ex.status_line, ex.response_headers, ex.body)
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 _FETCHERS: dict[FetchSettings, Fetcher] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 
 from raycrawl.core.records import Lease
@@ -20,23 +21,28 @@ def take_batches(
     batch_size: int,
     now: float,
     launch_slack: float,
+    window: float,
 ) -> list[list[Lease]]:
     """Cut staged leases (sorted by not_before, in place) into fetch tasks worth launching now.
 
-    A task is launched when it would be full, or when its earliest URL is due within ``launch_slack``:
-    waiting for more URLs then would delay a request. Never more than ``free_tasks`` tasks; when the
-    staged URLs exceed ``free_tasks`` full batches, batches grow instead. Many hosts share a task.
+    A task holds leases due within ``window`` of its first one, so it ends soon after it starts and its slot
+    frees up; it is launched when full, or when its first URL is due within ``launch_slack`` (waiting longer
+    would delay a request). At most ``free_tasks`` tasks; if more is due than ``free_tasks`` full tasks
+    carry, tasks grow instead. Many hosts share a task.
     """
     if not staged or free_tasks <= 0:
         return []
     staged.sort(key=lambda lease: lease.not_before)
-    size = max(batch_size, math.ceil(len(staged) / free_tasks))
     batches: list[list[Lease]] = []
     while staged and len(batches) < free_tasks:
-        if len(staged) < size and staged[0].not_before - now > launch_slack:
-            break
-        batches.append(staged[:size])
-        del staged[:size]
+        start = max(now, staged[0].not_before)
+        in_window = bisect_right([lease.not_before for lease in staged], start + window)
+        size = max(batch_size, math.ceil(in_window / (free_tasks - len(batches))))
+        if in_window < size and staged[0].not_before - now > launch_slack:
+            break  # neither full nor due yet: more leases may join it
+        take = max(1, min(size, in_window))
+        batches.append(staged[:take])
+        del staged[:take]
     return batches
 
 
