@@ -1,0 +1,207 @@
+"""Where checkpoints live: a local directory by default (no server needed), or Redis.
+
+The contract, the same for both (one set of contract tests runs against each):
+
+- ``commit(checkpoint_id, parts)`` writes named binary parts; the checkpoint becomes the current one only
+  once every part is written, so a crash mid-write leaves the previous checkpoint current and intact.
+- ``latest()`` returns ``(checkpoint_id, parts)`` of the current checkpoint (each part verified against the
+  SHA-256 in its manifest), or None when there is none.
+- ``clear()`` forgets every checkpoint of this crawl. Older checkpoints are removed after a newer one commits.
+
+Failures of the medium (Redis down, disk full) raise ``StoreUnavailable`` with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Protocol
+
+CHUNK_BYTES = 1 << 20  # Redis values are written in 1 MiB chunks: no single huge command
+
+
+class StoreUnavailable(Exception):
+    """The snapshot store cannot be reached or written; the message says why."""
+
+
+class CorruptCheckpoint(Exception):
+    """A committed checkpoint does not match its manifest."""
+
+
+class SnapshotStore(Protocol):
+    def commit(self, checkpoint_id: int, parts: dict[str, bytes]) -> int:
+        """Write the parts, then make them current. Returns the bytes written."""
+        ...
+
+    def latest(self) -> tuple[int, dict[str, bytes]] | None: ...
+
+    def clear(self) -> None: ...
+
+    def describe(self) -> str: ...
+
+
+def _manifest(checkpoint_id: int, parts: dict[str, bytes]) -> bytes:
+    return json.dumps(
+        {
+            "checkpoint": checkpoint_id,
+            "parts": {
+                name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in parts.items()
+            },
+        },
+        sort_keys=True,
+    ).encode()
+
+
+def _verify(manifest: dict[str, Any], parts: dict[str, bytes]) -> None:
+    for name, meta in manifest["parts"].items():
+        data = parts.get(name)
+        if data is None or len(data) != meta["size"] or hashlib.sha256(data).hexdigest() != meta["sha256"]:
+            raise CorruptCheckpoint(f"checkpoint {manifest['checkpoint']}: part {name!r} does not match its manifest")
+
+
+class LocalDirStore:
+    """Checkpoints as directories under ``root``; ``CURRENT`` names the committed one (atomic rename)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def describe(self) -> str:
+        return f"directory {self.root}"
+
+    def _dir(self, checkpoint_id: int) -> Path:
+        return self.root / f"ckpt-{checkpoint_id:08d}"
+
+    def commit(self, checkpoint_id: int, parts: dict[str, bytes]) -> int:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            staging = self.root / f".staging-{checkpoint_id:08d}"
+            shutil.rmtree(staging, ignore_errors=True)
+            staging.mkdir()
+            written = 0
+            for name, data in {**parts, "manifest.json": _manifest(checkpoint_id, parts)}.items():
+                with (staging / name).open("wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                written += len(data) if name in parts else 0
+            final = self._dir(checkpoint_id)
+            shutil.rmtree(final, ignore_errors=True)
+            os.replace(staging, final)
+            pointer = self.root / "CURRENT.tmp"
+            pointer.write_text(str(checkpoint_id))
+            os.replace(pointer, self.root / "CURRENT")  # the commit point
+            self._fsync_dir()
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot write checkpoint to {self.root}: {exc.strerror or exc}") from None
+        for old in self.root.glob("ckpt-*"):
+            if old != final:
+                shutil.rmtree(old, ignore_errors=True)
+        return written
+
+    def _fsync_dir(self) -> None:
+        with contextlib.suppress(OSError):
+            fd = os.open(self.root, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def latest(self) -> tuple[int, dict[str, bytes]] | None:
+        try:
+            checkpoint_id = int((self.root / "CURRENT").read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        directory = self._dir(checkpoint_id)
+        manifest = json.loads((directory / "manifest.json").read_bytes())
+        parts = {name: (directory / name).read_bytes() for name in manifest["parts"]}
+        _verify(manifest, parts)
+        return checkpoint_id, parts
+
+    def clear(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class RedisSnapshotStore:
+    """Checkpoints in Redis under ``raycrawl:{crawl_id}:``; the ``current`` key is set last (the commit point)."""
+
+    def __init__(self, url: str, crawl_id: str, timeout: float = 10.0) -> None:
+        import redis
+
+        self.url = url
+        self.crawl_id = crawl_id
+        self.prefix = f"raycrawl:{crawl_id}:"
+        try:
+            self._redis = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+        except ValueError as exc:
+            raise StoreUnavailable(f"bad Redis URL {url!r}: {exc}") from None
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+
+    def describe(self) -> str:
+        return f"Redis {self._safe_url()} (crawl id {self.crawl_id})"
+
+    def _safe_url(self) -> str:
+        scheme, sep, rest = self.url.partition("://")
+        return f"{scheme}{sep}{rest.rpartition('@')[2]}"  # never print a password
+
+    def ping(self) -> None:
+        self._call(self._redis.ping)
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except self._errors as exc:
+            raise StoreUnavailable(f"Redis at {self._safe_url()} is unavailable: {exc}") from None
+
+    def _key(self, checkpoint_id: int, name: str, chunk: int | None = None) -> str:
+        tail = "" if chunk is None else f":{chunk}"
+        return f"{self.prefix}ckpt:{checkpoint_id}:{name}{tail}"
+
+    def commit(self, checkpoint_id: int, parts: dict[str, bytes]) -> int:
+        pipe = self._redis.pipeline(transaction=False)
+        written = 0
+        for name, data in parts.items():
+            for i, start in enumerate(range(0, max(len(data), 1), CHUNK_BYTES)):
+                pipe.set(self._key(checkpoint_id, name, i), data[start : start + CHUNK_BYTES])
+            written += len(data)
+        pipe.set(self._key(checkpoint_id, "manifest"), _manifest(checkpoint_id, parts))
+        self._call(pipe.execute)
+        previous = self._call(self._redis.get, self.prefix + "current")
+        self._call(self._redis.set, self.prefix + "current", str(checkpoint_id))  # the commit point
+        if previous is not None and int(previous) != checkpoint_id:
+            self._delete_checkpoint(int(previous))
+        return written
+
+    def _delete_checkpoint(self, checkpoint_id: int) -> None:
+        keys = list(self._call(self._redis.scan_iter, f"{self.prefix}ckpt:{checkpoint_id}:*"))
+        if keys:
+            self._call(self._redis.delete, *keys)
+
+    def latest(self) -> tuple[int, dict[str, bytes]] | None:
+        current = self._call(self._redis.get, self.prefix + "current")
+        if current is None:
+            return None
+        checkpoint_id = int(current)
+        raw = self._call(self._redis.get, self._key(checkpoint_id, "manifest"))
+        if raw is None:
+            raise CorruptCheckpoint(f"checkpoint {checkpoint_id} has no manifest")
+        manifest = json.loads(raw)
+        pipe = self._redis.pipeline(transaction=False)
+        layout = []
+        for name, meta in manifest["parts"].items():
+            chunks = max(1, -(-meta["size"] // CHUNK_BYTES))
+            layout.append((name, chunks))
+            for i in range(chunks):
+                pipe.get(self._key(checkpoint_id, name, i))
+        values = iter(self._call(pipe.execute))
+        parts = {name: b"".join(next(values) or b"" for _ in range(chunks)) for name, chunks in layout}
+        _verify(manifest, parts)
+        return checkpoint_id, parts
+
+    def clear(self) -> None:
+        keys = list(self._call(self._redis.scan_iter, f"{self.prefix}*"))
+        if keys:
+            self._call(self._redis.delete, *keys)

@@ -1,0 +1,81 @@
+"""One contract, two stores: the local directory (default) and Redis (a real redis-server)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from raycrawl.adapters.snapshots import (
+    CHUNK_BYTES,
+    CorruptCheckpoint,
+    LocalDirStore,
+    RedisSnapshotStore,
+    SnapshotStore,
+    StoreUnavailable,
+)
+
+
+@pytest.fixture(params=["local", "redis"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SnapshotStore]:
+    if request.param == "local":
+        yield LocalDirStore(tmp_path / "checkpoints")
+    else:
+        url = request.getfixturevalue("redis_url")
+        s = RedisSnapshotStore(url, f"crawl-{os.urandom(4).hex()}")
+        yield s
+        s.clear()
+
+
+def test_empty_store_has_no_checkpoint(store: SnapshotStore) -> None:
+    assert store.latest() is None
+
+
+def test_commit_and_read_back_large_binary_parts(store: SnapshotStore) -> None:
+    big = os.urandom(3 * CHUNK_BYTES + 123)
+    parts = {"dedup": big, "shard-0": b"", "meta": b'{"x": 1}'}
+    assert store.commit(1, parts) == len(big) + 8
+    assert store.latest() == (1, parts)
+
+
+def test_newer_checkpoint_replaces_older(store: SnapshotStore) -> None:
+    store.commit(1, {"a": b"one"})
+    store.commit(2, {"a": b"two", "b": b"extra"})
+    assert store.latest() == (2, {"a": b"two", "b": b"extra"})
+    store.clear()
+    assert store.latest() is None
+
+
+def test_crawls_are_namespaced(redis_url: str) -> None:
+    a, b = RedisSnapshotStore(redis_url, "ns-a"), RedisSnapshotStore(redis_url, "ns-b")
+    a.commit(5, {"p": b"A"})
+    assert b.latest() is None
+    assert a.latest() == (5, {"p": b"A"})
+    a.clear()
+
+
+def test_interrupted_commit_leaves_previous_checkpoint(tmp_path: Path) -> None:
+    store = LocalDirStore(tmp_path / "ck")
+    store.commit(1, {"a": b"good"})
+    (tmp_path / "ck" / ".staging-00000002").mkdir()  # a crash while writing checkpoint 2
+    (tmp_path / "ck" / ".staging-00000002" / "a").write_bytes(b"half")
+    assert store.latest() == (1, {"a": b"good"})
+
+
+def test_corruption_is_detected(tmp_path: Path) -> None:
+    store = LocalDirStore(tmp_path / "ck")
+    store.commit(1, {"a": b"good"})
+    (tmp_path / "ck" / "ckpt-00000001" / "a").write_bytes(b"evil")
+    with pytest.raises(CorruptCheckpoint):
+        store.latest()
+
+
+def test_unreachable_redis_is_a_clear_error() -> None:
+    from raycrawl.testing import free_port
+
+    store = RedisSnapshotStore(f"redis://:secret@127.0.0.1:{free_port()}/0", "x", timeout=1.0)
+    with pytest.raises(StoreUnavailable) as err:
+        store.ping()
+    assert "unavailable" in str(err.value) and "secret" not in str(err.value)
