@@ -209,3 +209,33 @@ def test_a_batch_holds_only_urls_due_close_together() -> None:
     batches = take_batches(staged, 4, 32, now=10.0, launch_slack=0.05, window=0.1)
     assert [[x.lease_id for x in b] for b in batches] == [[0, 1, 2]]  # 10.00-10.08; the rest is not due yet
     assert [x.lease_id for x in staged] == [3, 4, 5, 6, 7]
+
+
+def test_snapshot_restore_keeps_queue_leases_and_host_state() -> None:
+    import json
+
+    clock = FakeClock()
+    shard = make(clock, delay=1.0, pause_after=2)
+    shard.push([UrlEntry(f"http://a.test/{i}", 1, "http://a.test/") for i in range(4)])
+    shard.push([UrlEntry("http://b.test/private/x", 0), UrlEntry("http://b.test/ok", 0)])
+    for lease in shard.lease(10):  # robots.txt for both hosts
+        robots_ok(shard, lease, b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n", status=200, at=clock.now)
+    shard.take_terminals()
+    clock.now += 5
+    leased = shard.lease(10)  # one URL of each host is now leased (held by a fetch task)
+    assert len(leased) == 2
+    shard.pause_host("b.test", "by hand")
+    data = json.loads(json.dumps(shard.snapshot()))  # the snapshot is plain data
+
+    restored = make(clock, delay=1.0, pause_after=2)
+    restored.restore(data)
+    assert restored.queued == 5  # 3 + 1 queued, and the 2 leased ones are queued again
+    rows = {r["host"]: r for r in restored.host_table()}
+    assert rows["a.test"]["delay"] == 2.0 and rows["a.test"]["robots"] == "parsed"
+    assert rows["b.test"]["paused"] == "by hand"
+    restored.push([UrlEntry("http://a.test/private/y", 2)])  # the robots cache came back parsed
+    assert [t.outcome for t in restored.take_terminals()] == ["robots_denied"]
+    clock.now += 10
+    again = restored.lease(10)
+    assert len(again) == 1 and again[0].url.startswith("http://a.test/")  # b.test is paused
+    assert again[0].lease_id > max(x.lease_id for x in leased)  # lease ids never repeat across a restore

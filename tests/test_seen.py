@@ -40,3 +40,15 @@ def test_bloom_counts_expected_false_drops() -> None:
     stats = bloom.stats()
     assert 0 < stats["expected_false_drops"] < 50
     assert stats["hits"] >= 100
+
+
+def test_seen_sets_round_trip_through_bytes() -> None:
+    exact = ExactSeenSet()
+    exact.add_new(range(1000))
+    back = ExactSeenSet.from_bytes(exact.to_bytes())
+    assert len(back) == 1000 and not any(back.add_new(range(1000))) and back.add_new([5000]) == [True]
+    bloom = BloomSeenSet(capacity=5000, error_rate=0.001)
+    bloom.add_new(range(1000))
+    restored = BloomSeenSet.from_bytes(bloom.to_bytes(), 5000, 0.001)
+    assert not any(restored.add_new(range(1000)))
+    assert restored.expected_false_drops == bloom.expected_false_drops

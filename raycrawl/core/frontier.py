@@ -436,6 +436,75 @@ class FrontierShard:
             self.next_due(),
         )
 
+    # --- checkpoints ---------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything this shard knows, as plain data. Leased URLs are saved as queued: after a restore nobody
+        holds their lease, so they must be fetched again (DESIGN invariant 4)."""
+        leased: dict[str, list[UrlEntry]] = {}
+        for held in self._leases.values():
+            if held.entry is not None:
+                leased.setdefault(host_key(held.entry.url), []).append(held.entry)
+        hosts = []
+        for hs in self._hosts.values():
+            queue = [item[2] for item in hs.queue] + leased.get(hs.key, [])
+            hosts.append(
+                {
+                    "key": hs.key,
+                    "origin": hs.origin,
+                    "queue": [[e.url, e.depth, e.parent, e.attempts] for e in queue],
+                    "next_allowed": hs.next_allowed,
+                    "blocked_until": hs.blocked_until,
+                    "block_reason": hs.block_reason,
+                    "last_response_s": hs.last_response_s,
+                    "failure_streak": hs.failure_streak,
+                    "denial_streak": hs.denial_streak,
+                    "robots": hs.robots.to_dict() if hs.robots is not None else None,
+                    "robots_failures": hs.robots_failures,
+                    "paused": hs.paused,
+                    "closed": list(hs.closed) if hs.closed else None,
+                    "delay_override": hs.delay_override,
+                    "requests": hs.requests,
+                    "fetched": hs.fetched,
+                    "errors": hs.errors,
+                }
+            )
+        return {
+            "shard": self.shard_id,
+            "next_lease_id": self._next_lease_id,
+            "counters": dict(self.counters),
+            "hosts": hosts,
+        }
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        """Load a snapshot into this (new, empty) shard."""
+        self._next_lease_id = int(snapshot["next_lease_id"])
+        self.counters.update(snapshot["counters"])
+        for h in snapshot["hosts"]:
+            hs = HostState(key=h["key"], origin=h["origin"], delay=self.settings.policy.delay)
+            for name in (
+                "next_allowed",
+                "blocked_until",
+                "block_reason",
+                "last_response_s",
+                "failure_streak",
+                "denial_streak",
+                "robots_failures",
+                "paused",
+                "delay_override",
+                "requests",
+                "fetched",
+                "errors",
+            ):
+                setattr(hs, name, h[name])
+            hs.robots = RobotsRules.from_dict(h["robots"]) if h["robots"] else None
+            hs.closed = (h["closed"][0], h["closed"][1]) if h["closed"] else None
+            hs.recompute_delay(self.settings.policy)
+            self._hosts[hs.key] = hs
+            for url, depth, parent, attempts in h["queue"]:
+                self._enqueue(hs, UrlEntry(url, depth, parent, attempts))
+            self._schedule(hs)
+
     # --- visibility ----------------------------------------------------------------------------------
 
     def host_table(self) -> list[dict[str, Any]]:

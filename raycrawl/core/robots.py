@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from protego import Protego
 
@@ -35,6 +35,22 @@ class RobotsRules:
     @property
     def unreachable(self) -> bool:
         return self.verdict == "unreachable"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "status": self.status,
+            "text": self.text,
+            "crawl_delay": self.crawl_delay,
+            "fetched_at": self.fetched_at,
+            "expires_at": self.expires_at,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RobotsRules:
+        """Rebuild cached rules from a checkpoint (the parsed file is parsed again)."""
+        parser = Protego.parse(d["text"]) if d["verdict"] == "parsed" else None
+        return cls(d["verdict"], d["status"], d["text"], d["crawl_delay"], d["fetched_at"], d["expires_at"], parser)
 
     def allows(self, url: str, token: str) -> bool:
         if self.verdict == "allow_all":

@@ -10,6 +10,8 @@ per URL instead of the ~70 of a Python set of ints, and a lookup is a C-level bi
 
 from __future__ import annotations
 
+import io
+import json
 import math
 from array import array
 from bisect import bisect_left
@@ -32,6 +34,10 @@ class SeenSet(Protocol):
     def memory_bytes(self) -> int: ...
 
     def stats(self) -> dict[str, float]: ...
+
+    def to_bytes(self) -> bytes:
+        """The whole seen-set, for a checkpoint."""
+        ...
 
 
 class ExactSeenSet:
@@ -87,6 +93,15 @@ class ExactSeenSet:
         seen._sorted = array("Q", sorted(fps))
         return seen
 
+    def to_bytes(self) -> bytes:
+        return self.fingerprints().tobytes()  # 8 bytes per URL, sorted
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> ExactSeenSet:
+        seen = cls()
+        seen._sorted.frombytes(data)
+        return seen
+
     def stats(self) -> dict[str, float]:
         return {"size": len(self), "checks": self.checks, "hits": self.hits, "memory_bytes": self.memory_bytes()}
 
@@ -130,6 +145,24 @@ class BloomSeenSet:
 
     def memory_bytes(self) -> int:
         return int(self._filter.num_bits // 8)
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        self._filter.tofile(buffer)
+        header = json.dumps(
+            {"expected_false_drops": self.expected_false_drops, "over_capacity": self.over_capacity}
+        ).encode()
+        return len(header).to_bytes(4, "big") + header + buffer.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, capacity: int, error_rate: float) -> BloomSeenSet:
+        size = int.from_bytes(data[:4], "big")
+        header = json.loads(data[4 : 4 + size])
+        seen = cls(capacity, error_rate)
+        seen._filter = BloomFilter.fromfile(io.BytesIO(data[4 + size :]))
+        seen.expected_false_drops = header["expected_false_drops"]
+        seen.over_capacity = header["over_capacity"]
+        return seen
 
     def stats(self) -> dict[str, float]:
         return {
