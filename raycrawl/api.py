@@ -55,18 +55,40 @@ def load_seeds(cfg: CrawlConfig) -> tuple[list[str], list[SeedProblem]]:
             seeds.append(canonical)
     if problems and cfg.strict:
         raise SeedError("; ".join(map(str, problems)))
-    if not seeds:
+    if not seeds and not cfg.resume:
         detail = f" ({problems[0]})" if problems else ""
         raise SeedError(f"no usable seed URL: give seeds as arguments or with --seeds-file{detail}")
     return seeds, problems
 
 
 def prepare_out_dir(cfg: CrawlConfig) -> str:
+    """The absolute output directory, after checking it against the checkpoint store.
+
+    A directory (or crawl id) that already holds a crawl is refused unless --resume (continue it) or --fresh
+    (replace it). Redis that cannot be reached with --redis-url is a one-line error here, before anything runs.
+    """
+    from raycrawl.actors.coordinator import crawl_id_of
+    from raycrawl.adapters.snapshots import StoreUnavailable, open_store
+
     out = Path(cfg.out).expanduser().resolve()
-    if (out / PAGES_FILE).exists() and (out / PAGES_FILE).stat().st_size > 0:
+    store = open_store(cfg.redis_url, crawl_id_of(cfg, str(out)), str(out))
+    try:
+        checkpoint = store.current_id()
+    except StoreUnavailable as exc:
+        raise ServiceError(str(exc)) from None
+    pages = out / PAGES_FILE
+    has_output = pages.exists() and pages.stat().st_size > 0
+    if cfg.resume:
+        if checkpoint is None:
+            raise ConfigError(f"resume: no checkpoint to resume in {store.describe()}")
+    elif checkpoint is not None or has_output:
         if not cfg.fresh:
-            raise ConfigError(f"out: {out} already holds a crawl; choose another --out, or --fresh to replace it")
-        (out / PAGES_FILE).unlink()
+            raise ConfigError(
+                f"out: {out} already holds a crawl ({store.describe()}); "
+                "--resume to continue it, or --fresh to replace it"
+            )
+        store.clear()
+        pages.unlink(missing_ok=True)
         (out / STATS_FILE).unlink(missing_ok=True)
         shutil.rmtree(out / "warc", ignore_errors=True)
     try:
@@ -166,7 +188,8 @@ class Crawl:
         return bool(ray.get(self._actor.control_host.remote(action, host, *args)))
 
     def stop(self, reason: str = "stopped by request") -> None:
-        """Stop leasing; in-flight fetches finish, queued URLs end as out_of_budget. Then wait()."""
+        """Stop leasing; in-flight fetches finish, a checkpoint is taken, and the crawl ends with its queue
+        kept for a later ``--resume`` / ``CrawlConfig(resume=True)``. Then wait()."""
         self._require_started()
         if self._summary is None:
             self._actor.stop.remote(reason)

@@ -59,6 +59,10 @@ HELP = {
     "lease_horizon": "how far ahead (s) a URL may be leased before its host is due (default 0.3)",
     "robots_ttl": "seconds a robots.txt is cached (default 86400)",
     "warc": "write WARC files (default true; --no-warc to skip)",
+    "checkpoint_interval": "seconds between checkpoints (default 30; 0: only at the end and on a stop)",
+    "redis_url": "keep checkpoints in Redis (redis://[:password@]host:port/db) instead of OUT/checkpoints",
+    "crawl_id": "name of the crawl in the checkpoint store (default: the --out directory's name)",
+    "resume": "continue the crawl from its last checkpoint",
     "strict": "a malformed seed is an error instead of a warning",
     "fresh": "replace an earlier crawl's output in --out",
     "quiet": "no progress line",
@@ -116,8 +120,14 @@ class ProgressLine:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and sys.stderr.isatty()
         self._width = 0
+        self._warned: str | None = None
 
     def __call__(self, status: dict[str, Any]) -> None:
+        warning = status.get("checkpoint_error")
+        if warning and warning != self._warned:
+            sys.stderr.write(("\n" if self.enabled and self._width else "") + f"raycrawl: warning: {warning}\n")
+            self._width = 0
+        self._warned = warning
         if not self.enabled or status.get("state") == "starting":
             return
         line = (
@@ -152,6 +162,9 @@ def print_summary(summary: dict[str, Any]) -> None:
             f"raycrawl: warning: {host['host']} asks Crawl-delay {host['crawl_delay']} s; capped to {host['delay']} s"
         )
     print(f"raycrawl: output in {summary.get('out_dir')} (pages.jsonl, warc/, stats.json)")
+    if summary.get("resumable"):
+        resume = f"raycrawl crawl --resume --out {summary['out_dir']}"
+        print(f"raycrawl: stopped with URLs still queued; continue with: {resume}")
 
 
 def run_crawl(cfg: CrawlConfig) -> int:
@@ -169,7 +182,7 @@ def run_crawl(cfg: CrawlConfig) -> int:
         if interrupts > 1:
             raise KeyboardInterrupt
         name = signal.Signals(signum).name
-        print(f"\nraycrawl: {name}: stopping (in-flight fetches finish; again to abort)", file=sys.stderr)
+        print(f"\nraycrawl: {name}: stopping after a checkpoint (again to abort)", file=sys.stderr)
         crawl.stop(f"stopped by {name}")
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}

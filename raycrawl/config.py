@@ -89,6 +89,10 @@ class CrawlConfig:
     lease_horizon: float = 0.3
     robots_ttl: float = 24 * 3600.0
     warc: bool = True
+    checkpoint_interval: float = 30.0
+    redis_url: str | None = None
+    crawl_id: str | None = None
+    resume: bool = False
     strict: bool = False
     fresh: bool = False
     quiet: bool = False
@@ -140,6 +144,13 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.max_queue_total >= 1, "max_queue_total", "a whole number >= 1")
     need(0 <= cfg.lease_horizon <= 10, "lease_horizon", "seconds between 0 and 10")
     need(cfg.robots_ttl > 0, "robots_ttl", "seconds > 0")
+    need(cfg.checkpoint_interval >= 0, "checkpoint_interval", "seconds >= 0 (0: only at the end and on a stop)")
+    need(not (cfg.resume and cfg.fresh), "resume", "not both --resume and --fresh")
+    need(
+        cfg.crawl_id is None or bool(re.fullmatch(r"[A-Za-z0-9._-]{1,128}", cfg.crawl_id)),
+        "crawl_id",
+        "1-128 characters from A-Z a-z 0-9 . _ -",
+    )
     for key in ("allow", "deny"):
         for pattern in getattr(cfg, key):
             try:

@@ -22,11 +22,13 @@ from typing import Any
 import ray
 from ray.exceptions import RayError
 
+from raycrawl.actors import checkpoints
 from raycrawl.actors.dedup import DedupActor, pack_fingerprints
 from raycrawl.actors.fetch_task import fetch_batch, warm_up
 from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.adapters.fetcher import FetchSettings
-from raycrawl.adapters.output import PagesWriter, write_stats
+from raycrawl.adapters.output import PagesWriter, rewind, write_stats
+from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 from raycrawl.config import CrawlConfig
 from raycrawl.core.batching import split_quota, take_batches
 from raycrawl.core.frontier import FrontierSettings, ShardReply
@@ -47,6 +49,11 @@ WARM_UP_TIMEOUT = 20.0
 SHARD_REFRESH = 1.0  # call every shard at least this often (counts, lease expiry)
 MAX_GATHER = 0.05  # collect results for up to this long between rounds (less when the delay is short)
 TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
+
+
+def crawl_id_of(cfg: CrawlConfig, out_dir: str) -> str:
+    """The crawl's name in the checkpoint store: --crawl-id, or the output directory's name."""
+    return cfg.crawl_id or Path(out_dir).name
 
 
 def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
@@ -92,7 +99,14 @@ class Coordinator:
         self.cfg = cfg
         self.out_dir = out_dir
         self.seeds = list(seeds)
-        self.num_shards = cfg.shards or max(2, int(ray.cluster_resources().get("CPU", 2)))
+        self.store = open_store(cfg.redis_url, crawl_id_of(cfg, out_dir), out_dir)
+        # On --resume the checkpoint decides the shard count: hosts are routed by crc32(host) % shards.
+        self._resumed = checkpoints.load(self.store) if cfg.resume else None
+        if self._resumed is not None:
+            rewind(out_dir, self._resumed.state["pages_offset"], self._resumed.checkpoint_id)
+            self.num_shards = int(self._resumed.state["num_shards"])
+        else:
+            self.num_shards = cfg.shards or max(2, int(ray.cluster_resources().get("CPU", 2)))
         settings = frontier_settings(cfg)
         shard_class: Any = FrontierShardActor  # .remote() is added by @ray.remote
         dedup_class: Any = DedupActor
@@ -102,8 +116,14 @@ class Coordinator:
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self.writer = PagesWriter(out_dir)
         self.stats = CrawlStats(started_at=time.time())
-        self._stop_reason: str | None = None
+        self._stop_reason: str | None = None  # a budget ran out: what is queued ends as out_of_budget
+        self._user_stop: str | None = None  # the operator stopped: checkpoint, and leave the rest queued
         self._finished = False
+        self._epoch = 1  # the id of the next checkpoint; WARC files carry it
+        self._last_checkpoint = time.monotonic()
+        self._checkpoint_due = False
+        self._checkpoint_error: str | None = None
+        self._checkpoints: list[dict[str, float]] = []
         self._status: dict[str, Any] = {"state": "starting"}
         self._lock = threading.Lock()
         # round state
@@ -126,9 +146,14 @@ class Coordinator:
     # --- control (called from other threads of the actor) --------------------------------------------
 
     def stop(self, reason: str = "stopped by request") -> None:
+        """The operator's stop: fetches under way finish, a checkpoint is taken, queued URLs stay queued."""
         with self._lock:
-            if self._stop_reason is None:
-                self._stop_reason = reason
+            if self._user_stop is None:
+                self._user_stop = reason
+
+    def _budget_stop(self, reason: str) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
 
     def status(self) -> dict[str, Any]:
         with self._lock:
@@ -150,14 +175,18 @@ class Coordinator:
     def run(self) -> dict[str, Any]:
         self._warm_up()
         self.stats.started_at = time.time()  # --time-limit and pages/s count crawling, not worker start-up
-        self.stats.seeds = len(self.seeds)
+        if self._resumed is not None:
+            self._restore(self._resumed)
+        self.stats.seeds += len(self.seeds)
         self._route_links([(url, 0, None) for url in self.seeds])
         try:
             while not self._round():
                 pass
+            if self._user_stop is None:
+                self._checkpoint()  # the finished state: a --resume of it has nothing left to do
         finally:
             self.writer.close()
-        self._finished = True
+        self._finished = self._user_stop is None
         summary = self._summary()
         write_stats(self.out_dir, summary)
         with self._lock:
@@ -178,8 +207,12 @@ class Coordinator:
         started = time.time()
         self._check_limits(started)
         stopping = self._stop_reason or self._final_drain
+        interval = self.cfg.checkpoint_interval
+        if interval and time.monotonic() - self._last_checkpoint >= interval:
+            self._checkpoint_due = True
+        quiescing = self._checkpoint_due or self._user_stop is not None
         calls = self._shards_to_call(started, bool(stopping))
-        budget = self._lease_budget() if not stopping else 0
+        budget = self._lease_budget() if not (stopping or quiescing) else 0
         quotas = split_quota(budget, len(calls), self._rotation) if calls else []
         self._rotation += 1
         refs = [
@@ -194,7 +227,13 @@ class Coordinator:
         for i, reply in zip(calls, replies, strict=True):
             self._replies[i] = reply
         self._absorb(replies, acked)
-        self._launch()
+        if quiescing and not self._in_flight and not any(self._acks):
+            # Nothing in flight, every result acked and recorded: a consistent cut.
+            self._checkpoint()
+            if self._user_stop is not None:
+                return True
+        if not quiescing:
+            self._launch()
         pending_pushes = any(self._pushes)
         active_queued = self._queued - self._queued_paused
         if not (self._in_flight or self._staged or pending_pushes or active_queued or self._leased):
@@ -229,9 +268,9 @@ class Coordinator:
     def _check_limits(self, now: float) -> None:
         cfg = self.cfg
         if cfg.time_limit is not None and now - self.stats.started_at >= cfg.time_limit:
-            self.stop("time limit reached")
+            self._budget_stop("time limit reached")
         if cfg.max_pages is not None and self.stats.pages_fetched >= cfg.max_pages:
-            self.stop("max-pages reached")
+            self._budget_stop("max-pages reached")
 
     def _lease_budget(self) -> int:
         cfg = self.cfg
@@ -319,7 +358,7 @@ class Coordinator:
         # full; bounded, so a task ends soon and frees its slot (its results stream back as they complete).
         window = max(LAUNCH_SLACK, self.cfg.lease_horizon - LAUNCH_SLACK)
         for batch in take_batches(self._staged, free, self.cfg.fetch_batch_size, now, LAUNCH_SLACK, window):
-            stream = fetch_batch.options(**options).remote(self.fetch_settings, batch)
+            stream = fetch_batch.options(**options).remote(self.fetch_settings, batch, self._epoch)
             self._in_flight[stream] = {(lease.shard, lease.lease_id): lease for lease in batch}
             self.stats.count_task(len(batch))
         self.stats.peak_tasks_in_flight = max(self.stats.peak_tasks_in_flight, len(self._in_flight))
@@ -423,6 +462,41 @@ class Coordinator:
         reason = failure or "fetch task ended without a result"
         ray.get([self.shards[s].release.remote(ids, reason) for s, ids in by_shard.items()])
 
+    # --- checkpoints ---------------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        """Write the cut; on failure warn and keep crawling (the next interval tries again, nothing is lost)."""
+        self._checkpoint_due = False
+        self._last_checkpoint = time.monotonic()
+        state = {
+            "num_shards": self.num_shards,
+            "dedup": self.cfg.dedup,
+            "pages_offset": self.writer.sync(),
+            "pushes": [[e.url, e.depth, e.parent, e.attempts] for queue in self._pushes for e in queue],
+            "stats": self.stats.to_dict(time.time()),
+        }
+        try:
+            taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
+        except (StoreUnavailable, OSError) as exc:
+            self.stats.events["checkpoint_failures"] += 1
+            self._checkpoint_error = f"checkpoint {self._epoch} failed, will retry: {exc}"
+            return
+        self._checkpoint_error = None
+        self._checkpoints.append({"id": self._epoch, **taken})
+        self._epoch += 1
+
+    def _restore(self, loaded: checkpoints.Loaded) -> None:
+        ray.get(
+            [shard.restore.remote(blob) for shard, blob in zip(self.shards, loaded.shards, strict=True)]
+            + [self.dedup.restore.remote(loaded.dedup)]
+        )
+        state = loaded.state
+        self.stats = CrawlStats.from_dict(state["stats"], time.time())
+        for url, depth, parent, attempts in state["pushes"]:
+            self._pushes[shard_for(host_key(url), self.num_shards)].append(UrlEntry(url, depth, parent, attempts))
+        self._epoch = loaded.checkpoint_id + 1
+        self.stats.events["resumed"] += 1
+
     # --- reporting -----------------------------------------------------------------------------------
 
     def _progress(self, state: str) -> dict[str, Any]:
@@ -439,13 +513,16 @@ class Coordinator:
             "leased": self._leased,
             "tasks_in_flight": len(self._in_flight),
             "errors": s.outcomes["error"],
-            "stop_reason": self._stop_reason,
+            "stop_reason": self._user_stop or self._stop_reason,
+            "checkpoint_error": self._checkpoint_error,
+            "checkpoints": len(self._checkpoints),
         }
 
     def _publish(self) -> None:
         self.writer.flush()
         with self._lock:
-            self._status = self._progress("stopping" if self._stop_reason else "running")
+            stopping = self._stop_reason or self._user_stop
+            self._status = self._progress("stopping" if stopping else "running")
         now = time.time()
         if now - self._last_stats >= STATS_EVERY:
             self._last_stats = now
@@ -466,7 +543,14 @@ class Coordinator:
         summary.update(
             {
                 "finished": self._finished,
-                "stop_reason": self._stop_reason or "frontier exhausted",
+                "stop_reason": self._user_stop or self._stop_reason or "frontier exhausted",
+                "resumable": self._user_stop is not None,
+                "checkpoints": {
+                    "store": self.store.describe(),
+                    "taken": len(self._checkpoints),
+                    "last": self._checkpoints[-1] if self._checkpoints else None,
+                    "failures": self.stats.events.get("checkpoint_failures", 0),
+                },
                 "shards": self.num_shards,
                 "frontier": frontier,
                 "dedup": ray.get(self.dedup.stats.remote()),

@@ -21,7 +21,17 @@ def pack_fingerprints(fps: list[int]) -> bytes:
 @ray.remote(num_cpus=0, max_restarts=0)
 class DedupActor:
     def __init__(self, kind: Literal["exact", "bloom"], capacity: int, error_rate: float) -> None:
+        self._kind, self._capacity, self._error_rate = kind, capacity, error_rate
         self._seen: SeenSet = ExactSeenSet() if kind == "exact" else BloomSeenSet(capacity, error_rate)
+
+    def snapshot(self) -> bytes:
+        return self._seen.to_bytes()
+
+    def restore(self, data: bytes) -> None:
+        if self._kind == "exact":
+            self._seen = ExactSeenSet.from_bytes(data)
+        else:
+            self._seen = BloomSeenSet.from_bytes(data, self._capacity, self._error_rate)
 
     def add_new(self, packed: bytes) -> bytes:
         fps = array("Q")

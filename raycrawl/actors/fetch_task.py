@@ -18,8 +18,8 @@ from raycrawl.core.records import FetchResult, Lease
 
 
 @ray.remote(max_retries=0)
-def fetch_batch(settings: FetchSettings, leases: list[Lease]) -> Iterator[list[FetchResult]]:
-    yield from fetcher_for(settings).fetch_stream(leases)
+def fetch_batch(settings: FetchSettings, leases: list[Lease], epoch: int) -> Iterator[list[FetchResult]]:
+    yield from fetcher_for(settings).fetch_stream(leases, epoch)
 
 
 @ray.remote(max_retries=0)

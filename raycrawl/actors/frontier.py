@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +32,12 @@ class FrontierShardActor:
         if method is not None:
             return bool(method(host, *args))
         return self._shard.set_delay(host, *args)
+
+    def snapshot(self) -> bytes:
+        return zlib.compress(json.dumps(self._shard.snapshot()).encode(), 3)
+
+    def restore(self, data: bytes) -> None:
+        self._shard.restore(json.loads(zlib.decompress(data)))
 
     def hosts(self) -> list[dict[str, Any]]:
         return self._shard.host_table()

@@ -79,7 +79,7 @@ class Fetcher:
         # single pool shared by hundreds of hosts costs O(hosts) per request. Least recently used pools close.
         self._clients: OrderedDict[tuple[str, str, int], httpx.AsyncClient] = OrderedDict()
         self._ssl = httpx.create_ssl_context()  # building one costs ~30 ms: share it across the pools
-        self._warc = WarcSink(settings.warc_dir) if settings.warc_dir else None
+        self._warc: WarcSink | None = None
 
     def _client_for(self, scheme: str, address: str, port: int) -> httpx.AsyncClient:
         key = (scheme, address, port)
@@ -101,16 +101,25 @@ class Fetcher:
             self._loop.create_task(old.aclose())
         return client
 
-    def fetch_batch(self, leases: Sequence[Lease]) -> list[FetchResult]:
+    def fetch_batch(self, leases: Sequence[Lease], epoch: int = 0) -> list[FetchResult]:
         """All results at once (for callers that do not stream)."""
-        return [result for group in self.fetch_stream(leases) for result in group]
+        return [result for group in self.fetch_stream(leases, epoch) for result in group]
 
-    def fetch_stream(self, leases: Sequence[Lease]) -> Iterator[list[FetchResult]]:
+    def _use_epoch(self, epoch: int) -> None:
+        """WARC records go to a file of the current checkpoint epoch (see adapters/warc.py)."""
+        if self.settings.warc_dir is None or (self._warc is not None and self._warc.epoch == epoch):
+            return
+        if self._warc is not None:
+            self._warc.close()
+        self._warc = WarcSink(self.settings.warc_dir, epoch)
+
+    def fetch_stream(self, leases: Sequence[Lease], epoch: int = 0) -> Iterator[list[FetchResult]]:
         """Results in small groups, as their requests complete.
 
         Leases in one batch are due at different times; streaming lets each host's answer reach its shard at
         once instead of when the batch's last URL is done, so no host waits on another host's schedule.
         """
+        self._use_epoch(epoch)
         done: queue.SimpleQueue[_Exchange | BaseException] = queue.SimpleQueue()
         for lease in leases:
             future = asyncio.run_coroutine_threadsafe(self._fetch_one(lease), self._loop)

@@ -28,6 +28,12 @@ class PagesWriter:
     def flush(self) -> None:
         self._file.flush()
 
+    def sync(self) -> int:
+        """Flush to disk; the file's size, to be recorded in a checkpoint."""
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        return self._file.tell()
+
     def close(self) -> None:
         self._file.close()
 
@@ -47,3 +53,26 @@ def read_pages(out_dir: str) -> list[dict[str, Any]]:
         return []
     with path.open(encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def rewind(out_dir: str, pages_offset: int, checkpoint_id: int) -> tuple[int, int]:
+    """Bring the output back to a checkpoint: records after it are cut from pages.jsonl, and WARC files of
+    later epochs are deleted (their URLs are queued again by the restore, and will be written again once).
+    Returns (bytes cut, WARC files deleted)."""
+    from raycrawl.adapters.warc import epoch_of
+
+    path = Path(out_dir) / PAGES_FILE
+    cut = 0
+    if path.exists():
+        size = path.stat().st_size
+        if size > pages_offset:
+            with path.open("r+b") as f:
+                f.truncate(pages_offset)
+            cut = size - pages_offset
+    deleted = 0
+    for warc in (Path(out_dir) / "warc").glob("*.warc.gz"):
+        epoch = epoch_of(warc)
+        if epoch is not None and epoch > checkpoint_id:
+            warc.unlink()
+            deleted += 1
+    return cut, deleted

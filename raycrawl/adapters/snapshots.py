@@ -39,6 +39,10 @@ class SnapshotStore(Protocol):
 
     def latest(self) -> tuple[int, dict[str, bytes]] | None: ...
 
+    def current_id(self) -> int | None:
+        """The committed checkpoint's id, without reading it."""
+        ...
+
     def clear(self) -> None: ...
 
     def describe(self) -> str: ...
@@ -110,10 +114,15 @@ class LocalDirStore:
             finally:
                 os.close(fd)
 
-    def latest(self) -> tuple[int, dict[str, bytes]] | None:
+    def current_id(self) -> int | None:
         try:
-            checkpoint_id = int((self.root / "CURRENT").read_text().strip())
+            return int((self.root / "CURRENT").read_text().strip())
         except (FileNotFoundError, ValueError):
+            return None
+
+    def latest(self) -> tuple[int, dict[str, bytes]] | None:
+        checkpoint_id = self.current_id()
+        if checkpoint_id is None:
             return None
         directory = self._dir(checkpoint_id)
         manifest = json.loads((directory / "manifest.json").read_bytes())
@@ -180,11 +189,14 @@ class RedisSnapshotStore:
         if keys:
             self._call(self._redis.delete, *keys)
 
-    def latest(self) -> tuple[int, dict[str, bytes]] | None:
+    def current_id(self) -> int | None:
         current = self._call(self._redis.get, self.prefix + "current")
-        if current is None:
+        return None if current is None else int(current)
+
+    def latest(self) -> tuple[int, dict[str, bytes]] | None:
+        checkpoint_id = self.current_id()
+        if checkpoint_id is None:
             return None
-        checkpoint_id = int(current)
         raw = self._call(self._redis.get, self._key(checkpoint_id, "manifest"))
         if raw is None:
             raise CorruptCheckpoint(f"checkpoint {checkpoint_id} has no manifest")
@@ -205,3 +217,10 @@ class RedisSnapshotStore:
         keys = list(self._call(self._redis.scan_iter, f"{self.prefix}*"))
         if keys:
             self._call(self._redis.delete, *keys)
+
+
+def open_store(redis_url: str | None, crawl_id: str, out_dir: str) -> SnapshotStore:
+    """Redis when a URL is given, else ``OUT/checkpoints`` (no server needed)."""
+    if redis_url:
+        return RedisSnapshotStore(redis_url, crawl_id)
+    return LocalDirStore(Path(out_dir) / "checkpoints")

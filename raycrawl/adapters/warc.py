@@ -1,8 +1,10 @@
 """WARC output (warcio): a request and a response record for every fetch, gzip per record.
 
 Each worker process appends to its own file under ``warc/``, so fetch tasks write bodies where they are
-instead of shipping them through the coordinator. The body stored is the decoded one (what was parsed and
-hashed); Content-Encoding and Transfer-Encoding are removed from the stored headers to match it.
+instead of shipping them through the coordinator. File names carry the checkpoint epoch they belong to
+(``raycrawl-e000003-...``): a resume deletes files of epochs after the checkpoint it resumes from.
+The body stored is the decoded one (what was parsed and hashed); Content-Encoding and Transfer-Encoding
+are removed from the stored headers to match it.
 """
 
 from __future__ import annotations
@@ -21,10 +23,19 @@ from raycrawl.core.urls import path_of
 _DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 
 
+def epoch_of(path: Path) -> int | None:
+    """The checkpoint epoch in a WARC file name written by WarcSink, or None for other files."""
+    parts = path.name.split("-")
+    if len(parts) > 2 and parts[0] == "raycrawl" and parts[1][:1] == "e" and parts[1][1:].isdigit():
+        return int(parts[1][1:])
+    return None
+
+
 class WarcSink:
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, epoch: int = 0) -> None:
         Path(directory).mkdir(parents=True, exist_ok=True)
-        name = f"raycrawl-{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000)}.warc.gz"
+        self.epoch = epoch
+        name = f"raycrawl-e{epoch:06d}-{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000)}.warc.gz"
         self.path = Path(directory) / name
         self._file = self.path.open("ab")
         self._writer = WARCWriter(self._file, gzip=True)

@@ -29,6 +29,31 @@ class CrawlStats:
     def records(self) -> int:
         return sum(self.outcomes.values())
 
+    def to_dict(self, now: float) -> dict[str, Any]:
+        return {
+            "elapsed": now - self.started_at,
+            "outcomes": dict(self.outcomes),
+            "statuses": dict(self.statuses),
+            "dropped": dict(self.dropped),
+            "events": dict(self.events),
+            "bytes": self.bytes,
+            "tasks": self.tasks,
+            "task_urls": self.task_urls,
+            "robots_fetches": self.robots_fetches,
+            "seeds": self.seeds,
+            "peak_tasks_in_flight": self.peak_tasks_in_flight,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], now: float) -> CrawlStats:
+        """Counters from a checkpoint; elapsed time continues (the time the crawl was down is not counted)."""
+        stats = cls(started_at=now - d["elapsed"])
+        for name in ("outcomes", "statuses", "dropped", "events"):
+            getattr(stats, name).update(d[name])
+        for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds", "peak_tasks_in_flight"):
+            setattr(stats, name, d[name])
+        return stats
+
     def count_task(self, urls: int) -> None:
         self.tasks += 1
         self.task_urls += urls
