@@ -230,6 +230,7 @@ def test_snapshot_restore_keeps_queue_leases_and_host_state() -> None:
     restored = make(clock, delay=1.0, pause_after=2)
     restored.restore(data)
     assert restored.queued == 5  # 3 + 1 queued, and the 2 leased ones are queued again
+    assert restored.lease(10, horizon=1.9) == []  # a restored host waits its delay (2 s), as if just hit
     rows = {r["host"]: r for r in restored.host_table()}
     assert rows["a.test"]["delay"] == 2.0 and rows["a.test"]["robots"] == "parsed"
     assert rows["b.test"]["paused"] == "by hand"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import RayError
+from ray.exceptions import RayActorError, RayError
 
 from raycrawl.actors import checkpoints
 from raycrawl.actors.dedup import DedupActor, pack_fingerprints
@@ -109,9 +109,11 @@ class Coordinator:
             self.num_shards = cfg.shards or max(2, int(ray.cluster_resources().get("CPU", 2)))
         settings = frontier_settings(cfg)
         shard_class: Any = FrontierShardActor  # .remote() is added by @ray.remote
-        dedup_class: Any = DedupActor
+        self._dedup_class: Any = DedupActor
         self.shards = [shard_class.remote(i, settings) for i in range(self.num_shards)]
-        self.dedup = dedup_class.remote(cfg.dedup, cfg.bloom_capacity, cfg.bloom_error_rate)
+        self.dedup = self._new_dedup()
+        # Fingerprints the seen-set took as new since the last checkpoint: enough to rebuild it exactly.
+        self._dedup_log: list[bytes] = []
         self.fetch_settings = fetch_settings(cfg, out_dir)
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self.writer = PagesWriter(out_dir)
@@ -342,7 +344,8 @@ class Coordinator:
         if not candidates:
             return
         urls = list(candidates)
-        mask: bytes = ray.get(self.dedup.add_new.remote(pack_fingerprints([fingerprint(u) for u in urls])))
+        fps = [fingerprint(u) for u in urls]
+        mask = self._add_new(fps)
         for url, new in zip(urls, mask, strict=True):
             if not new:
                 self.stats.events["duplicate_links"] += 1
@@ -462,6 +465,34 @@ class Coordinator:
         reason = failure or "fetch task ended without a result"
         ray.get([self.shards[s].release.remote(ids, reason) for s, ids in by_shard.items()])
 
+    # --- the seen-set, and its recovery -----------------------------------------------------------------
+
+    def _new_dedup(self) -> Any:
+        return self._dedup_class.remote(self.cfg.dedup, self.cfg.bloom_capacity, self.cfg.bloom_error_rate)
+
+    def _add_new(self, fps: list[int]) -> bytes:
+        """Which fingerprints are new (and now seen). If the dedup actor died, rebuild it and ask again."""
+        packed = pack_fingerprints(fps)
+        try:
+            mask: bytes = ray.get(self.dedup.add_new.remote(packed))
+        except RayActorError:
+            self._recover_dedup()
+            mask = ray.get(self.dedup.add_new.remote(packed))
+        new = pack_fingerprints([fp for fp, is_new in zip(fps, mask, strict=True) if is_new])
+        if new:
+            self._dedup_log.append(new)
+        return mask
+
+    def _recover_dedup(self) -> None:
+        """A new dedup actor: the last checkpoint's seen-set, then every fingerprint taken as new since it
+        (the coordinator is the only writer, so this is exactly the state that was lost)."""
+        self.stats.events["dedup_recoveries"] += 1
+        self.dedup = self._new_dedup()
+        loaded = checkpoints.load(self.store) if self._checkpoints or self._resumed else None
+        calls = [self.dedup.restore.remote(loaded.dedup)] if loaded is not None else []
+        calls += [self.dedup.add_new.remote(b"".join(self._dedup_log))] if self._dedup_log else []
+        ray.get(calls)
+
     # --- checkpoints ---------------------------------------------------------------------------------
 
     def _checkpoint(self) -> None:
@@ -476,12 +507,17 @@ class Coordinator:
             "stats": self.stats.to_dict(time.time()),
         }
         try:
-            taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
+            try:
+                taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
+            except RayActorError:
+                self._recover_dedup()  # (a shard's death is handled by the round that meets it)
+                taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
         except (StoreUnavailable, OSError) as exc:
             self.stats.events["checkpoint_failures"] += 1
             self._checkpoint_error = f"checkpoint {self._epoch} failed, will retry: {exc}"
             return
         self._checkpoint_error = None
+        self._dedup_log = []  # the checkpoint holds all of it now
         self._checkpoints.append({"id": self._epoch, **taken})
         self._epoch += 1
 

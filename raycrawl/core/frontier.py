@@ -500,6 +500,9 @@ class FrontierShard:
             hs.robots = RobotsRules.from_dict(h["robots"]) if h["robots"] else None
             hs.closed = (h["closed"][0], h["closed"][1]) if h["closed"] else None
             hs.recompute_delay(self.settings.policy)
+            # What happened after the checkpoint is unknown (a killed crawl may have just hit this host):
+            # count a request as made right now.
+            hs.next_allowed = max(hs.next_allowed, self._clock() + hs.delay)
             self._hosts[hs.key] = hs
             for url, depth, parent, attempts in h["queue"]:
                 self._enqueue(hs, UrlEntry(url, depth, parent, attempts))

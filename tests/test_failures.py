@@ -1,0 +1,95 @@
+"""Issue 4: failures while running. Nothing is lost; every URL is recorded once."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import assert_each_url_once, local_config, page_requests, run
+
+from raycrawl.testing import TestWeb, WebSpec
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+
+
+def pids_running(title: str) -> list[int]:
+    """Ray worker processes whose title (their rewritten command line) starts with ``title``."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "cmdline").read_bytes().startswith(title.encode()):
+                    out.append(int(entry.name))
+    return out
+
+
+def test_killing_fetch_workers_loses_nothing(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=20, pages_per_host=150, page_bytes=200)
+    killed: list[int] = []
+    stop = threading.Event()
+
+    def killer() -> None:
+        while not stop.wait(1.5):  # every 1.5 s, SIGKILL a worker that is running a fetch task
+            for pid in pids_running("ray::fetch_batch")[:1]:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+
+    with TestWeb(spec) as web:
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.02, max_attempts=10)
+        thread = threading.Thread(target=killer, daemon=True)
+        thread.start()
+        try:
+            summary, records = run(cfg)
+        finally:
+            stop.set()
+            thread.join()
+    reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
+    assert len(killed) >= 3
+    assert summary["events"]["failed_tasks"] >= 1
+    assert_each_url_once(records)
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)  # 0 lost
+    assert Counter(r["outcome"] for r in records)["error"] == 0
+    frontier = summary["frontier"]
+    assert frontier["released"] >= 1 and frontier["leased"] == 0
+    assert frontier.get("lease_expiries", 0) == 0  # returned when Ray reported the death, not by expiry
+
+
+def kill_once_when(web: TestWeb, title: str, pages: int) -> threading.Thread:
+    """SIGKILL the first process titled ``title`` once the server has seen ``pages`` page requests."""
+
+    def killer() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if len(page_requests(web.requests())) >= pages:
+                for pid in pids_running(title)[:1]:
+                    os.kill(pid, signal.SIGKILL)
+                    return
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_killing_the_dedup_actor_loses_nothing(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=20, pages_per_host=250, page_bytes=200)
+    with TestWeb(spec) as web:
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.02, checkpoint_interval=2.0)
+        thread = kill_once_when(web, "ray::DedupActor", 2500)
+        summary, records = run(cfg)
+        thread.join()
+        requests = page_requests(web.requests())
+    reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
+    assert summary["events"]["dedup_recoveries"] == 1
+    assert_each_url_once(records)
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)  # 0 lost
+    seen = Counter((r["ip"], r["path"].split("?")[0]) for r in requests)
+    twice = sum(n - 1 for n in seen.values() if n > 1)
+    assert twice <= 0.02 * len(reachable), twice
