@@ -95,3 +95,19 @@ def page_requests(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def assert_each_url_once(records: list[dict[str, Any]]) -> None:
     counts = Counter(r["url"] for r in records)
     assert [u for u, n in counts.items() if n > 1] == []
+
+
+def warc_page_responses(out_dir: Any) -> Counter[str]:
+    """How many response records each page URL has across the WARC files (robots.txt left out)."""
+    from pathlib import Path
+
+    from warcio.archiveiterator import ArchiveIterator
+
+    counts: Counter[str] = Counter()
+    for path in (Path(out_dir) / "warc").glob("*.warc.gz"):
+        with path.open("rb") as f:
+            for rec in ArchiveIterator(f):
+                uri = rec.rec_headers.get_header("WARC-Target-URI")
+                if rec.rec_type == "response" and not uri.endswith("/robots.txt"):
+                    counts[uri] += 1
+    return counts

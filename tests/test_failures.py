@@ -11,9 +11,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import assert_each_url_once, local_config, page_requests, run
+from conftest import assert_each_url_once, local_config, page_requests, run, warc_page_responses
 
 from raycrawl.testing import TestWeb, WebSpec
+from raycrawl.testing.process import gaps_by_host
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 
@@ -93,3 +94,21 @@ def test_killing_the_dedup_actor_loses_nothing(tmp_path: Path) -> None:
     seen = Counter((r["ip"], r["path"].split("?")[0]) for r in requests)
     twice = sum(n - 1 for n in seen.values() if n > 1)
     assert twice <= 0.02 * len(reachable), twice
+
+
+def test_killing_a_frontier_shard_loses_nothing_and_stays_polite(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=20, pages_per_host=250, page_bytes=200)
+    with TestWeb(spec) as web:
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.05, checkpoint_interval=2.0)
+        thread = kill_once_when(web, "ray::FrontierShardActor", 2500)
+        summary, records = run(cfg)
+        thread.join()
+        requests = web.requests()
+    reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
+    assert summary["events"]["rollbacks"] == 1
+    assert_each_url_once(records)
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)  # 0 lost
+    too_close = {ip: round(min(g), 4) for ip, g in gaps_by_host(requests).items() if min(g) < 0.05}
+    assert too_close == {}  # politeness held through the rollback, measured at the server
+    warc = warc_page_responses(tmp_path)
+    assert set(warc) == set(reachable) and max(warc.values()) == 1  # WARC rewound with pages.jsonl

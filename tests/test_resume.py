@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import page_requests
-from warcio.archiveiterator import ArchiveIterator
+from conftest import page_requests, warc_page_responses
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.snapshots import LocalDirStore, RedisSnapshotStore, SnapshotStore
@@ -160,13 +159,7 @@ def test_sigkill_then_resume_records_every_page_once(
     assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)
     assert {r["url"] for r in records if r["outcome"] == "robots_denied"} == web.graph.private_urls(reachable)
 
-    warc_pages: Counter[str] = Counter()
-    for path in (out / "warc").glob("*.warc.gz"):
-        with path.open("rb") as f:
-            for rec in ArchiveIterator(f):
-                uri = rec.rec_headers.get_header("WARC-Target-URI")
-                if rec.rec_type == "response" and not uri.endswith("/robots.txt"):
-                    warc_pages[uri] += 1
+    warc_pages = warc_page_responses(out)
     assert set(warc_pages) == set(reachable) and max(warc_pages.values()) == 1
 
     # Fetched twice: at most what one checkpoint interval (plus the quiesce before it) of crawling fetches.

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import ray
 from ray.exceptions import RayActorError, RayError
@@ -108,9 +108,9 @@ class Coordinator:
         else:
             self.num_shards = cfg.shards or max(2, int(ray.cluster_resources().get("CPU", 2)))
         settings = frontier_settings(cfg)
-        shard_class: Any = FrontierShardActor  # .remote() is added by @ray.remote
-        self._dedup_class: Any = DedupActor
-        self.shards = [shard_class.remote(i, settings) for i in range(self.num_shards)]
+        self._shard_class: Any = cast(Any, FrontierShardActor)  # .remote() is added by @ray.remote
+        self._dedup_class: Any = cast(Any, DedupActor)
+        self.shards = [self._shard_class.remote(i, settings) for i in range(self.num_shards)]
         self.dedup = self._new_dedup()
         # Fingerprints the seen-set took as new since the last checkpoint: enough to rebuild it exactly.
         self._dedup_log: list[bytes] = []
@@ -205,7 +205,14 @@ class Coordinator:
         self.stats.events["fetch_workers_warmed"] = len(set(ray.get(ready)))
 
     def _round(self) -> bool:
-        """One round; True when the crawl is over."""
+        """One round; True when the crawl is over. A shard that died rolls the crawl back to its checkpoint."""
+        try:
+            return self._round_once()
+        except RayActorError:
+            self._roll_back()
+            return False
+
+    def _round_once(self) -> bool:
         started = time.time()
         self._check_limits(started)
         stopping = self._stop_reason or self._final_drain
@@ -520,6 +527,50 @@ class Coordinator:
         self._dedup_log = []  # the checkpoint holds all of it now
         self._checkpoints.append({"id": self._epoch, **taken})
         self._epoch += 1
+
+    def _roll_back(self) -> None:
+        """A frontier shard died: its queue and host clocks are gone. Roll the whole crawl back to the last
+        checkpoint (or to the start): what was done since is redone once, and nothing is lost."""
+        self.stats.events["rollbacks"] += 1
+        rollbacks = self.stats.events["rollbacks"]
+        # Let fetches under way end first (results ignored), so no old request lands after the restore.
+        deadline = time.monotonic() + 4 * self.cfg.timeout + 30
+        while self._in_flight and time.monotonic() < deadline:
+            streams = list(self._in_flight)
+            ready, _ = ray.wait(streams, num_returns=len(streams), timeout=0.5)
+            for stream in ready:
+                try:
+                    next(stream)
+                except StopIteration:
+                    self._in_flight.pop(stream, None)
+                except RayError:
+                    pass
+                else:
+                    continue
+        for actor in [*self.shards, self.dedup]:
+            ray.kill(actor)
+        settings = frontier_settings(self.cfg)
+        self.shards = [self._shard_class.remote(i, settings) for i in range(self.num_shards)]
+        self.dedup = self._new_dedup()
+        self._in_flight, self._staged, self._dedup_log = {}, [], []
+        self._acks = [[] for _ in self.shards]
+        self._acked = [[] for _ in self.shards]
+        self._pushes = [[] for _ in self.shards]
+        self._replies = [None] * self.num_shards
+        self._last_call = [0.0] * self.num_shards
+        self.writer.close()
+        loaded = checkpoints.load(self.store)
+        if loaded is not None:
+            rewind(self.out_dir, loaded.state["pages_offset"], loaded.checkpoint_id)
+            self.writer = PagesWriter(self.out_dir)
+            self._restore(loaded)
+        else:  # no checkpoint yet: start over
+            rewind(self.out_dir, 0, 0)
+            self.writer = PagesWriter(self.out_dir)
+            self.stats = CrawlStats(started_at=self.stats.started_at, seeds=self.stats.seeds)
+            self._epoch = 1
+            self._route_links([(url, 0, None) for url in self.seeds])
+        self.stats.events["rollbacks"] = rollbacks
 
     def _restore(self, loaded: checkpoints.Loaded) -> None:
         ray.get(

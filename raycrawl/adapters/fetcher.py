@@ -107,8 +107,10 @@ class Fetcher:
 
     def _use_epoch(self, epoch: int) -> None:
         """WARC records go to a file of the current checkpoint epoch (see adapters/warc.py)."""
-        if self.settings.warc_dir is None or (self._warc is not None and self._warc.epoch == epoch):
+        if self.settings.warc_dir is None:
             return
+        if self._warc is not None and self._warc.epoch == epoch and self._warc.path.exists():
+            return  # (a rollback deletes the files of the epoch it undoes: then a new file is needed)
         if self._warc is not None:
             self._warc.close()
         self._warc = WarcSink(self.settings.warc_dir, epoch)
