@@ -15,37 +15,36 @@ import pytest
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A redis-server of our own on a free loopback port (never a system service). Missing: a failure."""
-    from raycrawl.testing import free_port
+def start_redis(port: int, workdir: Any) -> subprocess.Popen[bytes]:
+    """A redis-server of our own on 127.0.0.1:port (never a system service), ready when this returns."""
+    import redis
 
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.fail("redis-server is not installed (apt-get install -y redis-server); .ci/run installs it")
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"redis://127.0.0.1:{port}/0"
-    import redis
-
-    client = redis.Redis.from_url(url)
+    command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    proc = subprocess.Popen([*command, "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = redis.Redis(host="127.0.0.1", port=port)
     deadline = time.monotonic() + 20
     while True:
         try:
             client.ping()
-            break
+            return proc
         except redis.ConnectionError:
             if time.monotonic() > deadline or proc.poll() is not None:
                 proc.kill()
                 pytest.fail("redis-server did not start")
             time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from raycrawl.testing import free_port
+
+    port = free_port()
+    proc = start_redis(port, tmp_path_factory.mktemp("redis"))
     try:
-        yield url
+        yield f"redis://127.0.0.1:{port}/0"
     finally:
         proc.terminate()
         proc.wait(timeout=10)
