@@ -67,7 +67,7 @@ def prepare_out_dir(cfg: CrawlConfig) -> str:
     A directory (or crawl id) that already holds a crawl is refused unless --resume (continue it) or --fresh
     (replace it). Redis that cannot be reached with --redis-url is a one-line error here, before anything runs.
     """
-    from raycrawl.actors.coordinator import crawl_id_of
+    from raycrawl.actors.settings import crawl_id_of
     from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 
     out = Path(cfg.out).expanduser().resolve()

@@ -16,26 +16,24 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, cast
 
 import ray
 from ray.exceptions import RayActorError, RayError
 
 from raycrawl.actors import checkpoints
-from raycrawl.actors.dedup import DedupActor, pack_fingerprints
+from raycrawl.actors.dedup import DedupActor
 from raycrawl.actors.fetch_task import fetch_batch, warm_up
 from raycrawl.actors.frontier import FrontierShardActor
-from raycrawl.adapters.fetcher import FetchSettings
+from raycrawl.actors.recovery import Recovery
+from raycrawl.actors.settings import crawl_id_of, fetch_settings, frontier_settings
 from raycrawl.adapters.output import PagesWriter, rewind, write_stats
-from raycrawl.adapters.snapshots import StoreUnavailable, open_store
+from raycrawl.adapters.snapshots import open_store
 from raycrawl.config import CrawlConfig
 from raycrawl.core.batching import split_quota, take_batches
-from raycrawl.core.frontier import FrontierSettings, ShardReply
+from raycrawl.core.frontier import ShardReply
 from raycrawl.core.pages import fetch_record, terminal_record
-from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import Ack, FetchResult, Lease, UrlEntry
-from raycrawl.core.robots import ua_token
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
@@ -51,50 +49,7 @@ MAX_GATHER = 0.05  # collect results for up to this long between rounds (less wh
 TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
 
 
-def crawl_id_of(cfg: CrawlConfig, out_dir: str) -> str:
-    """The crawl's name in the checkpoint store: --crawl-id, or the output directory's name."""
-    return cfg.crawl_id or Path(out_dir).name
-
-
-def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
-    policy = DelayPolicy(
-        delay=cfg.delay,
-        delay_factor=cfg.delay_factor,
-        min_delay=cfg.min_delay,
-        max_delay=cfg.max_delay,
-        max_crawl_delay=cfg.max_crawl_delay,
-        backoff_base=cfg.backoff_base,
-        max_backoff=cfg.max_backoff,
-        max_retry_after=cfg.max_retry_after,
-    )
-    return FrontierSettings(
-        policy=policy,
-        per_host_concurrency=cfg.per_host_concurrency,
-        crawl_delay_policy=cfg.crawl_delay_policy,
-        pause_after=cfg.pause_after,
-        robots_ttl=cfg.robots_ttl,
-        ua_token=ua_token(cfg.user_agent),
-        max_attempts=cfg.max_attempts,
-        max_queue_per_host=cfg.max_queue_per_host,
-        max_queue_total=cfg.max_queue_total,
-        lease_ttl=cfg.lease_horizon + 4 * cfg.timeout + 60.0,
-    )
-
-
-def fetch_settings(cfg: CrawlConfig, out_dir: str) -> FetchSettings:
-    return FetchSettings(
-        user_agent=cfg.user_agent,
-        timeout=cfg.timeout,
-        max_body_bytes=cfg.max_body_bytes,
-        tracking_params=cfg.tracking_params,
-        resolve=tuple(sorted(cfg.resolve_map().items())),
-        warc_dir=str(Path(out_dir) / "warc") if cfg.warc else None,
-        allow_private_networks=cfg.allow_private_networks,
-        allow_networks=cfg.allow_network,
-    )
-
-
-class Coordinator:
+class Coordinator(Recovery):
     def __init__(self, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str) -> None:
         self.cfg = cfg
         self.out_dir = out_dir
@@ -471,118 +426,6 @@ class Coordinator:
             by_shard.setdefault(shard, []).append(lease_id)
         reason = failure or "fetch task ended without a result"
         ray.get([self.shards[s].release.remote(ids, reason) for s, ids in by_shard.items()])
-
-    # --- the seen-set, and its recovery -----------------------------------------------------------------
-
-    def _new_dedup(self) -> Any:
-        return self._dedup_class.remote(self.cfg.dedup, self.cfg.bloom_capacity, self.cfg.bloom_error_rate)
-
-    def _add_new(self, fps: list[int]) -> bytes:
-        """Which fingerprints are new (and now seen). If the dedup actor died, rebuild it and ask again."""
-        packed = pack_fingerprints(fps)
-        try:
-            mask: bytes = ray.get(self.dedup.add_new.remote(packed))
-        except RayActorError:
-            self._recover_dedup()
-            mask = ray.get(self.dedup.add_new.remote(packed))
-        new = pack_fingerprints([fp for fp, is_new in zip(fps, mask, strict=True) if is_new])
-        if new:
-            self._dedup_log.append(new)
-        return mask
-
-    def _recover_dedup(self) -> None:
-        """A new dedup actor: the last checkpoint's seen-set, then every fingerprint taken as new since it
-        (the coordinator is the only writer, so this is exactly the state that was lost)."""
-        self.stats.events["dedup_recoveries"] += 1
-        self.dedup = self._new_dedup()
-        loaded = checkpoints.load(self.store) if self._checkpoints or self._resumed else None
-        calls = [self.dedup.restore.remote(loaded.dedup)] if loaded is not None else []
-        calls += [self.dedup.add_new.remote(b"".join(self._dedup_log))] if self._dedup_log else []
-        ray.get(calls)
-
-    # --- checkpoints ---------------------------------------------------------------------------------
-
-    def _checkpoint(self) -> None:
-        """Write the cut; on failure warn and keep crawling (the next interval tries again, nothing is lost)."""
-        self._checkpoint_due = False
-        self._last_checkpoint = time.monotonic()
-        state = {
-            "num_shards": self.num_shards,
-            "dedup": self.cfg.dedup,
-            "pages_offset": self.writer.sync(),
-            "pushes": [[e.url, e.depth, e.parent, e.attempts] for queue in self._pushes for e in queue],
-            "stats": self.stats.to_dict(time.time()),
-        }
-        try:
-            try:
-                taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
-            except RayActorError:
-                self._recover_dedup()  # (a shard's death is handled by the round that meets it)
-                taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
-        except (StoreUnavailable, OSError) as exc:
-            self.stats.events["checkpoint_failures"] += 1
-            self._checkpoint_error = f"checkpoint {self._epoch} failed, will retry: {exc}"
-            return
-        self._checkpoint_error = None
-        self._dedup_log = []  # the checkpoint holds all of it now
-        self._checkpoints.append({"id": self._epoch, **taken})
-        self._epoch += 1
-
-    def _roll_back(self) -> None:
-        """A frontier shard died: its queue and host clocks are gone. Roll the whole crawl back to the last
-        checkpoint (or to the start): what was done since is redone once, and nothing is lost."""
-        self.stats.events["rollbacks"] += 1
-        rollbacks = self.stats.events["rollbacks"]
-        # Let fetches under way end first (results ignored), so no old request lands after the restore.
-        deadline = time.monotonic() + 4 * self.cfg.timeout + 30
-        while self._in_flight and time.monotonic() < deadline:
-            streams = list(self._in_flight)
-            ready, _ = ray.wait(streams, num_returns=len(streams), timeout=0.5)
-            for stream in ready:
-                try:
-                    next(stream)
-                except StopIteration:
-                    self._in_flight.pop(stream, None)
-                except RayError:
-                    pass
-                else:
-                    continue
-        for actor in [*self.shards, self.dedup]:
-            ray.kill(actor)
-        settings = frontier_settings(self.cfg)
-        self.shards = [self._shard_class.remote(i, settings) for i in range(self.num_shards)]
-        self.dedup = self._new_dedup()
-        self._in_flight, self._staged, self._dedup_log = {}, [], []
-        self._acks = [[] for _ in self.shards]
-        self._acked = [[] for _ in self.shards]
-        self._pushes = [[] for _ in self.shards]
-        self._replies = [None] * self.num_shards
-        self._last_call = [0.0] * self.num_shards
-        self.writer.close()
-        loaded = checkpoints.load(self.store)
-        if loaded is not None:
-            rewind(self.out_dir, loaded.state["pages_offset"], loaded.checkpoint_id)
-            self.writer = PagesWriter(self.out_dir)
-            self._restore(loaded)
-        else:  # no checkpoint yet: start over
-            rewind(self.out_dir, 0, 0)
-            self.writer = PagesWriter(self.out_dir)
-            self.stats = CrawlStats(started_at=self.stats.started_at, seeds=self.stats.seeds)
-            self._epoch = 1
-            self._route_links([(url, 0, None) for url in self.seeds])
-        self.stats.events["rollbacks"] = rollbacks
-
-    def _restore(self, loaded: checkpoints.Loaded) -> None:
-        ray.get(
-            [shard.restore.remote(blob) for shard, blob in zip(self.shards, loaded.shards, strict=True)]
-            + [self.dedup.restore.remote(loaded.dedup)]
-        )
-        state = loaded.state
-        self.stats = CrawlStats.from_dict(state["stats"], time.time())
-        for url, depth, parent, attempts in state["pushes"]:
-            self._pushes[shard_for(host_key(url), self.num_shards)].append(UrlEntry(url, depth, parent, attempts))
-        self._epoch = loaded.checkpoint_id + 1
-        self.stats.events["resumed"] += 1
 
     # --- reporting -----------------------------------------------------------------------------------
 

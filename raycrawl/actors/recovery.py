@@ -1,0 +1,172 @@
+"""How the coordinator survives: checkpoints, resume, and the death of the actors it relies on.
+
+- The dedup actor dies: rebuilt exactly (last checkpoint + the fingerprints taken as new since, which the
+  coordinator logs as the seen-set's only writer); the failed call is asked again. Nothing is redone.
+- A frontier shard dies: its queues and host clocks cannot be rebuilt from elsewhere, so the whole crawl
+  rolls back to the last checkpoint (or starts over): at most one checkpoint interval is redone.
+- A fetch task dies: handled by the coordinator's loop (Ray reports it; its leases go back to their shards).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import ray
+from ray.exceptions import RayActorError, RayError
+
+from raycrawl.actors import checkpoints
+from raycrawl.actors.dedup import pack_fingerprints
+from raycrawl.actors.settings import frontier_settings
+from raycrawl.adapters.output import PagesWriter, rewind
+from raycrawl.adapters.snapshots import SnapshotStore, StoreUnavailable
+from raycrawl.config import CrawlConfig
+from raycrawl.core.records import Ack, FetchResult, Lease, UrlEntry
+from raycrawl.core.sharding import shard_for
+from raycrawl.core.stats import CrawlStats
+from raycrawl.core.urls import host_key
+
+
+class Recovery:
+    """Mixed into the Coordinator: the state it touches is declared here, owned there."""
+
+    cfg: CrawlConfig
+    out_dir: str
+    seeds: list[str]
+    store: SnapshotStore
+    num_shards: int
+    shards: list[Any]
+    dedup: Any
+    writer: PagesWriter
+    stats: CrawlStats
+    _shard_class: Any
+    _dedup_class: Any
+    _dedup_log: list[bytes]
+    _resumed: checkpoints.Loaded | None
+    _checkpoints: list[dict[str, float]]
+    _checkpoint_due: bool
+    _last_checkpoint: float
+    _checkpoint_error: str | None
+    _epoch: int
+    _in_flight: dict[Any, dict[tuple[int, int], Lease]]
+    _staged: list[Lease]
+    _acks: list[list[Ack]]
+    _acked: list[list[FetchResult]]
+    _pushes: list[list[UrlEntry]]
+    _replies: list[Any]
+    _last_call: list[float]
+
+    def _route_links(self, links: list[tuple[str, int, str | None]]) -> None:
+        raise NotImplementedError
+
+    # --- the seen-set, and its recovery -----------------------------------------------------------------
+
+    def _new_dedup(self) -> Any:
+        return self._dedup_class.remote(self.cfg.dedup, self.cfg.bloom_capacity, self.cfg.bloom_error_rate)
+
+    def _add_new(self, fps: list[int]) -> bytes:
+        """Which fingerprints are new (and now seen). If the dedup actor died, rebuild it and ask again."""
+        packed = pack_fingerprints(fps)
+        try:
+            mask: bytes = ray.get(self.dedup.add_new.remote(packed))
+        except RayActorError:
+            self._recover_dedup()
+            mask = ray.get(self.dedup.add_new.remote(packed))
+        new = pack_fingerprints([fp for fp, is_new in zip(fps, mask, strict=True) if is_new])
+        if new:
+            self._dedup_log.append(new)
+        return mask
+
+    def _recover_dedup(self) -> None:
+        """A new dedup actor: the last checkpoint's seen-set, then every fingerprint taken as new since it
+        (the coordinator is the only writer, so this is exactly the state that was lost)."""
+        self.stats.events["dedup_recoveries"] += 1
+        self.dedup = self._new_dedup()
+        loaded = checkpoints.load(self.store) if self._checkpoints or self._resumed else None
+        calls = [self.dedup.restore.remote(loaded.dedup)] if loaded is not None else []
+        calls += [self.dedup.add_new.remote(b"".join(self._dedup_log))] if self._dedup_log else []
+        ray.get(calls)
+
+    # --- checkpoints ---------------------------------------------------------------------------------
+
+    def _checkpoint(self) -> None:
+        """Write the cut; on failure warn and keep crawling (the next interval tries again, nothing is lost)."""
+        self._checkpoint_due = False
+        self._last_checkpoint = time.monotonic()
+        state = {
+            "num_shards": self.num_shards,
+            "dedup": self.cfg.dedup,
+            "pages_offset": self.writer.sync(),
+            "pushes": [[e.url, e.depth, e.parent, e.attempts] for queue in self._pushes for e in queue],
+            "stats": self.stats.to_dict(time.time()),
+        }
+        try:
+            try:
+                taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
+            except RayActorError:
+                self._recover_dedup()  # (a shard's death is handled by the round that meets it)
+                taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
+        except (StoreUnavailable, OSError) as exc:
+            self.stats.events["checkpoint_failures"] += 1
+            self._checkpoint_error = f"checkpoint {self._epoch} failed, will retry: {exc}"
+            return
+        self._checkpoint_error = None
+        self._dedup_log = []  # the checkpoint holds all of it now
+        self._checkpoints.append({"id": self._epoch, **taken})
+        self._epoch += 1
+
+    def _roll_back(self) -> None:
+        """A frontier shard died: its queue and host clocks are gone. Roll the whole crawl back to the last
+        checkpoint (or to the start): what was done since is redone once, and nothing is lost."""
+        self.stats.events["rollbacks"] += 1
+        rollbacks = self.stats.events["rollbacks"]
+        # Let fetches under way end first (results ignored), so no old request lands after the restore.
+        deadline = time.monotonic() + 4 * self.cfg.timeout + 30
+        while self._in_flight and time.monotonic() < deadline:
+            streams = list(self._in_flight)
+            ready, _ = ray.wait(streams, num_returns=len(streams), timeout=0.5)
+            for stream in ready:
+                try:
+                    next(stream)
+                except StopIteration:
+                    self._in_flight.pop(stream, None)
+                except RayError:
+                    pass
+                else:
+                    continue
+        for actor in [*self.shards, self.dedup]:
+            ray.kill(actor)
+        settings = frontier_settings(self.cfg)
+        self.shards = [self._shard_class.remote(i, settings) for i in range(self.num_shards)]
+        self.dedup = self._new_dedup()
+        self._in_flight, self._staged, self._dedup_log = {}, [], []
+        self._acks = [[] for _ in self.shards]
+        self._acked = [[] for _ in self.shards]
+        self._pushes = [[] for _ in self.shards]
+        self._replies = [None] * self.num_shards
+        self._last_call = [0.0] * self.num_shards
+        self.writer.close()
+        loaded = checkpoints.load(self.store)
+        if loaded is not None:
+            rewind(self.out_dir, loaded.state["pages_offset"], loaded.checkpoint_id)
+            self.writer = PagesWriter(self.out_dir)
+            self._restore(loaded)
+        else:  # no checkpoint yet: start over
+            rewind(self.out_dir, 0, 0)
+            self.writer = PagesWriter(self.out_dir)
+            self.stats = CrawlStats(started_at=self.stats.started_at, seeds=self.stats.seeds)
+            self._epoch = 1
+            self._route_links([(url, 0, None) for url in self.seeds])
+        self.stats.events["rollbacks"] = rollbacks
+
+    def _restore(self, loaded: checkpoints.Loaded) -> None:
+        ray.get(
+            [shard.restore.remote(blob) for shard, blob in zip(self.shards, loaded.shards, strict=True)]
+            + [self.dedup.restore.remote(loaded.dedup)]
+        )
+        state = loaded.state
+        self.stats = CrawlStats.from_dict(state["stats"], time.time())
+        for url, depth, parent, attempts in state["pushes"]:
+            self._pushes[shard_for(host_key(url), self.num_shards)].append(UrlEntry(url, depth, parent, attempts))
+        self._epoch = loaded.checkpoint_id + 1
+        self.stats.events["resumed"] += 1

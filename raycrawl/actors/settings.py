@@ -1,0 +1,54 @@
+"""From the crawl configuration to what each part of the crawl needs to know."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from raycrawl.adapters.fetcher import FetchSettings
+from raycrawl.config import CrawlConfig
+from raycrawl.core.frontier import FrontierSettings
+from raycrawl.core.politeness import DelayPolicy
+from raycrawl.core.robots import ua_token
+
+
+def crawl_id_of(cfg: CrawlConfig, out_dir: str) -> str:
+    """The crawl's name in the checkpoint store: --crawl-id, or the output directory's name."""
+    return cfg.crawl_id or Path(out_dir).name
+
+
+def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
+    policy = DelayPolicy(
+        delay=cfg.delay,
+        delay_factor=cfg.delay_factor,
+        min_delay=cfg.min_delay,
+        max_delay=cfg.max_delay,
+        max_crawl_delay=cfg.max_crawl_delay,
+        backoff_base=cfg.backoff_base,
+        max_backoff=cfg.max_backoff,
+        max_retry_after=cfg.max_retry_after,
+    )
+    return FrontierSettings(
+        policy=policy,
+        per_host_concurrency=cfg.per_host_concurrency,
+        crawl_delay_policy=cfg.crawl_delay_policy,
+        pause_after=cfg.pause_after,
+        robots_ttl=cfg.robots_ttl,
+        ua_token=ua_token(cfg.user_agent),
+        max_attempts=cfg.max_attempts,
+        max_queue_per_host=cfg.max_queue_per_host,
+        max_queue_total=cfg.max_queue_total,
+        lease_ttl=cfg.lease_horizon + 4 * cfg.timeout + 60.0,
+    )
+
+
+def fetch_settings(cfg: CrawlConfig, out_dir: str) -> FetchSettings:
+    return FetchSettings(
+        user_agent=cfg.user_agent,
+        timeout=cfg.timeout,
+        max_body_bytes=cfg.max_body_bytes,
+        tracking_params=cfg.tracking_params,
+        resolve=tuple(sorted(cfg.resolve_map().items())),
+        warc_dir=str(Path(out_dir) / "warc") if cfg.warc else None,
+        allow_private_networks=cfg.allow_private_networks,
+        allow_networks=cfg.allow_network,
+    )
