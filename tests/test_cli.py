@@ -44,6 +44,22 @@ def test_bad_input_is_one_line_and_an_exit_code(tmp_path: Path, args: list[str],
     assert "Traceback" not in done.stderr
 
 
+def test_redis_unreachable_at_start_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    from raycrawl.testing import free_port
+
+    url = f"redis://:hunter2@127.0.0.1:{free_port()}/0"  # nothing listens there
+    done = raycrawl("crawl", "http://a.test/", "--redis-url", url, "--out", "out", cwd=tmp_path)
+    assert done.returncode == 3
+    lines = [line for line in done.stderr.splitlines() if "raycrawl:" in line]
+    assert len(lines) == 1 and "Redis at redis://127.0.0.1" in lines[0] and "unavailable" in lines[0]
+    assert "Traceback" not in done.stderr and "hunter2" not in done.stderr
+
+
+def test_resume_without_a_checkpoint_is_refused(tmp_path: Path) -> None:
+    done = raycrawl("crawl", "--resume", "--out", "nothing-here", cwd=tmp_path)
+    assert done.returncode == 2 and "resume: no checkpoint to resume" in done.stderr
+
+
 def test_bad_env_value_is_reported(tmp_path: Path) -> None:
     done = raycrawl("crawl", "http://a.test/", cwd=tmp_path, env={"RAYCRAWL_MAX_DEPTH": "deep"})
     assert done.returncode == 2 and "max_depth = 'deep'" in done.stderr
