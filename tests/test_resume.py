@@ -134,10 +134,11 @@ def test_sigkill_then_resume_records_every_page_once(
                 timeout=300,
                 what="half the pages and a checkpoint",
             )
-            first.send_signal(signal.SIGKILL)
+            # The whole crawl at once: its Ray processes (gcs, raylet, actors, fetch workers), then the driver.
             killed_at = time.time()
+            assert head.kill() >= 3
+            first.send_signal(signal.SIGKILL)
             first.wait(timeout=30)
-            assert head.kill() >= 3  # the crawl's Ray processes die with it (gcs, raylet, workers): no clean end
             before = page_requests(web.requests())
             head.start()
             second = subprocess.run(
@@ -162,11 +163,10 @@ def test_sigkill_then_resume_records_every_page_once(
     warc_pages = warc_page_responses(out)
     assert set(warc_pages) == set(reachable) and max(warc_pages.values()) == 1
 
-    # Fetched twice: at most what one checkpoint interval (plus the quiesce before it) of crawling fetches.
+    # Fetched twice: at most one checkpoint interval of work, i.e. what the server saw in the interval before the
+    # kill (checkpoint cuts are at most INTERVAL apart; 0.2 s for the kill itself to land).
     seen = Counter(canonicalize(f"http://{r['host']}{r['path']}") for r in after)
     twice = sum(n - 1 for n in seen.values() if n > 1)
-    times = sorted(r["t"] for r in before)
-    rate = len(times) / (times[-1] - times[0])
-    print(f"fetched twice: {twice}; rate before the kill {rate:.0f} pages/s")
-    assert twice <= rate * (INTERVAL + 1.0), (twice, rate)
-    assert killed_at > times[0]
+    last_interval = sum(1 for r in before if killed_at - INTERVAL - 0.2 <= r["t"])
+    print(f"fetched twice: {twice}; pages in the last checkpoint interval before the kill: {last_interval}")
+    assert twice <= last_interval, (twice, last_interval)

@@ -77,8 +77,10 @@ class Coordinator(Recovery):
         self._user_stop: str | None = None  # the operator stopped: checkpoint, and leave the rest queued
         self._finished = False
         self._epoch = 1  # the id of the next checkpoint; WARC files carry it
-        self._last_checkpoint = time.monotonic()
+        self._last_checkpoint = time.monotonic()  # when the last cut was taken
         self._checkpoint_due = False
+        self._quiesce_started = 0.0
+        self._last_quiesce = 0.0
         self._checkpoint_error: str | None = None
         self._checkpoints: list[dict[str, float]] = []
         self._status: dict[str, Any] = {"state": "starting"}
@@ -172,8 +174,15 @@ class Coordinator(Recovery):
         self._check_limits(started)
         stopping = self._stop_reason or self._final_drain
         interval = self.cfg.checkpoint_interval
-        if interval and time.monotonic() - self._last_checkpoint >= interval:
+        # Quiesce early by as long as the last quiesce took, so that cuts are at most `interval` apart:
+        # what a crash can cost is then at most one interval of work.
+        if (
+            interval
+            and not self._checkpoint_due
+            and time.monotonic() - self._last_checkpoint >= interval - self._last_quiesce
+        ):
             self._checkpoint_due = True
+            self._quiesce_started = time.monotonic()
         quiescing = self._checkpoint_due or self._user_stop is not None
         calls = self._shards_to_call(started, bool(stopping))
         budget = self._lease_budget() if not (stopping or quiescing) else 0

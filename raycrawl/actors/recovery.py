@@ -46,6 +46,8 @@ class Recovery:
     _checkpoints: list[dict[str, float]]
     _checkpoint_due: bool
     _last_checkpoint: float
+    _quiesce_started: float
+    _last_quiesce: float
     _checkpoint_error: str | None
     _epoch: int
     _in_flight: dict[Any, dict[tuple[int, int], Lease]]
@@ -91,8 +93,11 @@ class Recovery:
 
     def _checkpoint(self) -> None:
         """Write the cut; on failure warn and keep crawling (the next interval tries again, nothing is lost)."""
+        now = time.monotonic()
+        if self._checkpoint_due:
+            self._last_quiesce = min(now - self._quiesce_started, self.cfg.checkpoint_interval / 2)
         self._checkpoint_due = False
-        self._last_checkpoint = time.monotonic()
+        self._last_checkpoint = now
         state = {
             "num_shards": self.num_shards,
             "dedup": self.cfg.dedup,
