@@ -19,7 +19,7 @@ def test_exact_seen_set_survives_merges() -> None:
         assert all(seen.add_new(fps[i : i + 5000]))
     assert not any(seen.add_new(fps[::97]))
     assert len(seen) == len(fps)
-    restored = ExactSeenSet.from_fingerprints(seen.fingerprints())
+    restored = ExactSeenSet.from_bytes(seen.to_bytes())
     assert not any(restored.add_new(fps[::13]))
 
 

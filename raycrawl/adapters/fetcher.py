@@ -101,10 +101,6 @@ class Fetcher:
             self._loop.create_task(old.aclose())
         return client
 
-    def fetch_batch(self, leases: Sequence[Lease], epoch: int = 0) -> list[FetchResult]:
-        """All results at once (for callers that do not stream)."""
-        return [result for group in self.fetch_stream(leases, epoch) for result in group]
-
     def _use_epoch(self, epoch: int) -> None:
         """WARC records go to a file of the current checkpoint epoch (see adapters/warc.py)."""
         if self.settings.warc_dir is None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Sequence
 
 from raycrawl.core.records import Lease
 
@@ -44,7 +43,3 @@ def take_batches(
         batches.append(staged[:take])
         del staged[:take]
     return batches
-
-
-def mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0

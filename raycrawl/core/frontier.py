@@ -100,6 +100,7 @@ class FrontierShard:
         self._ready: list[tuple[float, int, str]] = []  # (due, token, host): the ready-heap
         self._leases: dict[int, _Leased] = {}
         self._terminals: list[Terminal] = []
+        self._paused: set[str] = set()  # hosts with a pause reason: few, so their queues can be summed often
         self._next_lease_id = 1
         self._seq = 0
         self._queued = 0
@@ -113,7 +114,7 @@ class FrontierShard:
 
     @property
     def queued_paused(self) -> int:
-        return sum(len(hs.queue) for hs in self._hosts.values() if hs.paused is not None)
+        return sum(len(self._hosts[key].queue) for key in self._paused)
 
     @property
     def leased(self) -> int:
@@ -271,6 +272,7 @@ class FrontierShard:
             hs.on_page_answer(ack, s.policy, s.pause_after, self._rng)
             if hs.paused is not None and was_paused is None:
                 self.counters["hosts_paused"] += 1
+                self._paused.add(hs.key)
             if ack.transient and held.entry.attempts + 1 < s.max_attempts:
                 self._requeue(hs, held.entry)
                 reply.retried.append(ack.lease_id)
@@ -386,6 +388,7 @@ class FrontierShard:
         if hs is None:
             return False
         hs.paused = reason
+        self._paused.add(host)
         self._schedule(hs)
         return True
 
@@ -394,6 +397,7 @@ class FrontierShard:
         if hs is None:
             return False
         hs.paused, hs.denial_streak = None, 0
+        self._paused.discard(host)
         self._schedule(hs)
         return True
 
@@ -504,6 +508,8 @@ class FrontierShard:
             # count a request as made right now.
             hs.next_allowed = max(hs.next_allowed, self._clock() + hs.delay)
             self._hosts[hs.key] = hs
+            if hs.paused is not None:
+                self._paused.add(hs.key)
             for url, depth, parent, attempts in h["queue"]:
                 self._enqueue(hs, UrlEntry(url, depth, parent, attempts))
             self._schedule(hs)
@@ -524,6 +530,6 @@ class FrontierShard:
             "leased": len(self._leases),
             "hosts": len(self._hosts),
             "hosts_ready": ready,
-            "hosts_paused_now": sum(1 for hs in self._hosts.values() if hs.paused is not None),
+            "hosts_paused_now": len(self._paused),
             "next_due_in_ms": -1 if due is None else int(max(0.0, due - now) * 1000),
         }

@@ -15,7 +15,7 @@ import json
 import math
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from itertools import chain
 from typing import Protocol
 
@@ -86,12 +86,6 @@ class ExactSeenSet:
         """All fingerprints, sorted (for checkpoints)."""
         self._merge()
         return array("Q", self._sorted)
-
-    @classmethod
-    def from_fingerprints(cls, fps: Sequence[int]) -> ExactSeenSet:
-        seen = cls()
-        seen._sorted = array("Q", sorted(fps))
-        return seen
 
     def to_bytes(self) -> bytes:
         return self.fingerprints().tobytes()  # 8 bytes per URL, sorted
