@@ -15,6 +15,15 @@ import pytest
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
+def wait_until(condition: Any, timeout: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
 def start_redis(port: int, workdir: Any) -> subprocess.Popen[bytes]:
     """A redis-server of our own on 127.0.0.1:port (never a system service), ready when this returns."""
     import redis
@@ -25,16 +34,20 @@ def start_redis(port: int, workdir: Any) -> subprocess.Popen[bytes]:
     command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
     proc = subprocess.Popen([*command, "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = redis.Redis(host="127.0.0.1", port=port)
-    deadline = time.monotonic() + 20
-    while True:
+
+    def answers() -> bool:
         try:
-            client.ping()
-            return proc
+            return bool(client.ping())
         except redis.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("redis-server did not start")
-            time.sleep(0.05)
+            return proc.poll() is not None  # exited: stop waiting, fail below
+
+    try:
+        wait_until(answers, 20, "redis-server to answer")
+    except AssertionError:
+        proc.kill()
+    if proc.poll() is not None:
+        pytest.fail("redis-server did not start")
+    return proc
 
 
 @pytest.fixture(scope="session")

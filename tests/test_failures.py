@@ -6,12 +6,11 @@ import contextlib
 import os
 import signal
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import assert_each_url_once, local_config, page_requests, run, warc_page_responses
+from conftest import assert_each_url_once, local_config, page_requests, run, wait_until, warc_page_responses
 
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
@@ -66,13 +65,8 @@ def kill_once_when(web: TestWeb, title: str, pages: int) -> threading.Thread:
     """SIGKILL the first process titled ``title`` once the server has seen ``pages`` page requests."""
 
     def killer() -> None:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            if len(page_requests(web.requests())) >= pages:
-                for pid in pids_running(title)[:1]:
-                    os.kill(pid, signal.SIGKILL)
-                    return
-            time.sleep(0.1)
+        wait_until(lambda: len(page_requests(web.requests())) >= pages and pids_running(title), 300, title)
+        os.kill(pids_running(title)[0], signal.SIGKILL)
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()

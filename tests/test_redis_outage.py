@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import assert_each_url_once, page_requests, start_redis
+from conftest import assert_each_url_once, page_requests, start_redis, wait_until
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.testing import TestWeb, WebSpec, free_port
@@ -42,10 +42,9 @@ def test_redis_outage_is_survived_with_a_warning(tmp_path: Path) -> None:
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
         crawl = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            deadline = time.monotonic() + 120
-            while len(page_requests(web.requests())) < 300:  # crawling, with checkpoints in Redis by now
-                assert time.monotonic() < deadline and crawl.poll() is None, "the crawl did not get going"
-                time.sleep(0.1)
+            # Crawling, with checkpoints in Redis by now (or the crawl ended early: a failure, checked next).
+            wait_until(lambda: crawl.poll() is not None or len(page_requests(web.requests())) >= 300, 120, "crawling")
+            assert crawl.poll() is None, "the crawl ended before Redis was stopped"
             redis_proc.terminate()
             redis_proc.wait(timeout=10)
             down_at = len(page_requests(web.requests()))

@@ -15,10 +15,9 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import page_requests, warc_page_responses
+from conftest import page_requests, wait_until, warc_page_responses
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.snapshots import LocalDirStore, RedisSnapshotStore, SnapshotStore
@@ -82,14 +81,6 @@ class RayHead:
 
     def stop(self) -> None:
         subprocess.run(["ray", "stop"], env=self.env, check=False, capture_output=True, timeout=180)
-
-
-def wait_until(condition: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("where", ["local", "redis"])

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 from types import TracebackType
@@ -87,14 +86,6 @@ class TestWeb:
             return []
         with self.log_path.open(encoding="utf-8") as f:
             return [json.loads(line) for line in f if line.endswith("\n")]
-
-    def wait_for_requests(self, count: int, timeout: float) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        while True:
-            seen = self.requests()
-            if len(seen) >= count or time.monotonic() > deadline:
-                return seen
-            time.sleep(0.05)
 
 
 def gaps_by_host(requests: list[dict[str, Any]]) -> dict[str, list[float]]:
