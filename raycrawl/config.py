@@ -82,7 +82,14 @@ class CrawlConfig:
     max_tasks_in_flight: int = 4
     fetch_task_cpus: float = 0.5
     timeout: float = 30.0
+    fetch_deadline: float = 60.0
     max_body_bytes: int = 10 * 1024 * 1024
+    keep_truncated: bool = False
+    max_redirects: int = 10
+    max_path_depth: int = 20
+    max_repeated_segments: int = 2
+    max_outlinks: int = 5000
+    max_pages_per_host: int | None = None
     max_attempts: int = 3
     max_queue_per_host: int = 100_000
     max_queue_total: int = 2_000_000
@@ -138,7 +145,13 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.max_tasks_in_flight >= 1, "max_tasks_in_flight", "a whole number >= 1")
     need(0 < cfg.fetch_task_cpus <= 64, "fetch_task_cpus", "CPUs per fetch task, > 0")
     need(cfg.timeout > 0, "timeout", "seconds > 0")
+    need(cfg.fetch_deadline > 0, "fetch_deadline", "seconds > 0")
     need(cfg.max_body_bytes >= 1024, "max_body_bytes", "bytes >= 1024")
+    need(0 <= cfg.max_redirects <= 100, "max_redirects", "a whole number between 0 and 100")
+    need(cfg.max_path_depth >= 1, "max_path_depth", "a whole number >= 1")
+    need(cfg.max_repeated_segments >= 1, "max_repeated_segments", "a whole number >= 1")
+    need(cfg.max_outlinks >= 1, "max_outlinks", "a whole number >= 1")
+    need(cfg.max_pages_per_host is None or cfg.max_pages_per_host >= 1, "max_pages_per_host", "a whole number >= 1")
     need(cfg.max_attempts >= 1, "max_attempts", "a whole number >= 1")
     need(cfg.max_queue_per_host >= 1, "max_queue_per_host", "a whole number >= 1")
     need(cfg.max_queue_total >= 1, "max_queue_total", "a whole number >= 1")

@@ -1,7 +1,9 @@
+import codecs
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raycrawl.core.links import charset_of, decode_html, extract_links, is_html
+from raycrawl.core.links import charset_of, decode_html, extract_links, html_charset, is_html
 from raycrawl.core.scope import ScopePolicy, registered_domain
 
 
@@ -64,3 +66,21 @@ def test_html_detection_and_charset() -> None:
 def test_link_extraction_never_raises(html: str, page: str) -> None:
     for link in extract_links(html, page):
         assert link.startswith(("http://", "https://"))
+
+
+def test_encoding_order_bom_then_header_then_meta_then_utf8() -> None:
+    page = '<meta charset="windows-1251"><a href="/ж">ж</a>'
+    assert decode_html(page.encode("cp1251"), "text/html") == page  # meta, no header charset
+    assert decode_html(page.encode("cp1251"), "text/html; charset=koi8-r") != page  # the header wins over meta
+    assert decode_html(codecs.BOM_UTF8 + "é".encode(), "text/html; charset=latin-1") == "é"  # the BOM wins
+    assert decode_html("\ufeffé<a>".encode("utf-16-le"), None) == "é<a>"
+    assert decode_html(b"ok \xff\xfe", "text/html; charset=utf-8") == "ok \ufffd\ufffd"  # bad bytes replaced
+    assert html_charset(b'<meta charset="utf-16">', None) == ("utf-8", 0)  # an ASCII-readable page is not UTF-16
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=1500), st.one_of(st.none(), st.text(max_size=80)))
+def test_content_type_and_charset_handling_never_raise(body: bytes, content_type: str | None) -> None:
+    is_html(content_type, body)
+    charset_of(content_type)
+    assert isinstance(decode_html(body, content_type), str)

@@ -31,13 +31,15 @@ from raycrawl.adapters.output import PagesWriter, rewind, write_stats
 from raycrawl.adapters.snapshots import open_store
 from raycrawl.config import CrawlConfig
 from raycrawl.core.batching import split_quota, take_batches
-from raycrawl.core.frontier import ShardReply
+from raycrawl.core.frontier import HOST_BUDGET, ShardReply
 from raycrawl.core.pages import fetch_record, terminal_record
-from raycrawl.core.records import Ack, FetchResult, Lease, UrlEntry
+from raycrawl.core.records import Ack, FetchResult, Lease, Link, UrlEntry
+from raycrawl.core.redirects import redirect_problem
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
-from raycrawl.core.urls import MAX_URL_LENGTH, fingerprint, host_key
+from raycrawl.core.traps import TrapRules
+from raycrawl.core.urls import fingerprint, host_key
 
 LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
 MAX_IDLE_WAIT = 0.25  # wake at least this often to check limits and stop requests
@@ -71,6 +73,7 @@ class Coordinator(Recovery):
         self._dedup_log: list[bytes] = []
         self.fetch_settings = fetch_settings(cfg, out_dir)
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
+        self.traps = TrapRules(max_path_depth=cfg.max_path_depth, max_repeated_segments=cfg.max_repeated_segments)
         self.writer = PagesWriter(out_dir)
         self.stats = CrawlStats(started_at=time.time())
         self._stop_reason: str | None = None  # a budget ran out: what is queued ends as out_of_budget
@@ -137,7 +140,7 @@ class Coordinator(Recovery):
         if self._resumed is not None:
             self._restore(self._resumed)
         self.stats.seeds += len(self.seeds)
-        self._route_links([(url, 0, None) for url in self.seeds])
+        self._route_links([(url, 0, None, ()) for url in self.seeds])
         try:
             while not self._round():
                 pass
@@ -258,7 +261,7 @@ class Coordinator(Recovery):
     def _absorb(self, replies: list[ShardReply], acked: list[list[FetchResult]]) -> None:
         now = time.time()
         records: list[dict[str, Any]] = []
-        links: list[tuple[str, int, str | None]] = []
+        links: list[Link] = []
         latest = [r for r in self._replies if r is not None]  # every shard's last word, called now or not
         self._queued = sum(r.queued for r in latest)
         self._queued_paused = sum(r.queued_paused for r in latest)
@@ -269,6 +272,8 @@ class Coordinator(Recovery):
             records.extend(terminal_record(t, now) for t in reply.terminals)
             for t in reply.terminals:
                 self.stats.outcomes[t.outcome] += 1
+                if t.detail == HOST_BUDGET:
+                    self.stats.dropped[HOST_BUDGET] += 1
             stale, retried = set(reply.stale), set(reply.retried)
             for result in results:
                 lease_id = result.lease.lease_id
@@ -280,6 +285,11 @@ class Coordinator(Recovery):
                     self.stats.robots_fetches += 1
                 else:
                     record = fetch_record(result)
+                    problem = self._redirect_problem(result)
+                    if problem is not None:
+                        rule, record["error"] = problem
+                        record["outcome"], result.outlinks = "error", []
+                        self.stats.dropped[rule] += 1
                     records.append(record)
                     self.stats.outcomes[record["outcome"]] += 1
                     self.stats.statuses[str(result.status or result.error)] += 1
@@ -289,7 +299,13 @@ class Coordinator(Recovery):
         self.writer.write(records)
         self._route_links(links)
 
-    def _children(self, result: FetchResult) -> list[tuple[str, int, str | None]]:
+    def _redirect_problem(self, result: FetchResult) -> tuple[str, str] | None:
+        if not (result.outlinks and result.status is not None and 300 <= result.status < 400):
+            return None
+        lease = result.lease
+        return redirect_problem(lease.redirects, lease.url, result.outlinks[0], self.cfg.max_redirects)
+
+    def _children(self, result: FetchResult) -> list[Link]:
         if not result.outlinks or result.status is None or result.status >= 400:
             return []
         parent = result.lease.url
@@ -298,20 +314,22 @@ class Coordinator(Recovery):
         if self.cfg.max_depth is not None and depth > self.cfg.max_depth:
             self.stats.dropped["max_depth"] += len(result.outlinks)
             return []
-        return [(url, depth, parent) for url in result.outlinks]
+        chain = (*result.lease.redirects, parent) if is_redirect else ()
+        return [(url, depth, parent, chain) for url in result.outlinks]
 
-    def _route_links(self, links: list[tuple[str, int, str | None]]) -> None:
-        """Scope-filter and dedup candidate links; the new ones become the next round's pushes."""
-        candidates: dict[str, tuple[int, str | None]] = {}
-        for url, depth, parent in links:
+    def _route_links(self, links: list[Link]) -> None:
+        """Trap-, scope- and dedup-filter candidate links; the new ones become the next round's pushes."""
+        candidates: dict[str, tuple[int, str | None, tuple[str, ...]]] = {}
+        for url, depth, parent, chain in links:
             if url in candidates:
                 continue
-            if len(url) > MAX_URL_LENGTH:
-                self.stats.dropped["url_too_long"] += 1
+            trap = self.traps.rejects(url)
+            if trap is not None:
+                self.stats.dropped[trap] += 1
             elif not self.scope.allows(url):
                 self.stats.dropped["out_of_scope"] += 1
             else:
-                candidates[url] = (depth, parent)
+                candidates[url] = (depth, parent, chain)
         if not candidates:
             return
         urls = list(candidates)
@@ -321,8 +339,8 @@ class Coordinator(Recovery):
             if not new:
                 self.stats.events["duplicate_links"] += 1
                 continue
-            depth, parent = candidates[url]
-            self._pushes[shard_for(host_key(url), self.num_shards)].append(UrlEntry(url, depth, parent))
+            depth, parent, chain = candidates[url]
+            self._pushes[shard_for(host_key(url), self.num_shards)].append(UrlEntry(url, depth, parent, 0, chain))
 
     def _launch(self) -> None:
         free = self.cfg.max_tasks_in_flight - len(self._in_flight)

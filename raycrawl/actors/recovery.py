@@ -21,7 +21,7 @@ from raycrawl.actors.settings import frontier_settings
 from raycrawl.adapters.output import PagesWriter, rewind
 from raycrawl.adapters.snapshots import SnapshotStore, StoreUnavailable
 from raycrawl.config import CrawlConfig
-from raycrawl.core.records import Ack, FetchResult, Lease, UrlEntry
+from raycrawl.core.records import Ack, FetchResult, Lease, Link, UrlEntry
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
 from raycrawl.core.urls import host_key
@@ -58,7 +58,7 @@ class Recovery:
     _replies: list[Any]
     _last_call: list[float]
 
-    def _route_links(self, links: list[tuple[str, int, str | None]]) -> None:
+    def _route_links(self, links: list[Link]) -> None:
         raise NotImplementedError
 
     # --- the seen-set, and its recovery -----------------------------------------------------------------
@@ -102,7 +102,7 @@ class Recovery:
             "num_shards": self.num_shards,
             "dedup": self.cfg.dedup,
             "pages_offset": self.writer.sync(),
-            "pushes": [[e.url, e.depth, e.parent, e.attempts] for queue in self._pushes for e in queue],
+            "pushes": [e.to_row() for queue in self._pushes for e in queue],
             "stats": self.stats.to_dict(time.time()),
         }
         try:
@@ -161,7 +161,7 @@ class Recovery:
             self.writer = PagesWriter(self.out_dir)
             self.stats = CrawlStats(started_at=self.stats.started_at, seeds=self.stats.seeds)
             self._epoch = 1
-            self._route_links([(url, 0, None) for url in self.seeds])
+            self._route_links([(url, 0, None, ()) for url in self.seeds])
         self.stats.events["rollbacks"] = rollbacks
 
     def _restore(self, loaded: checkpoints.Loaded) -> None:
@@ -171,7 +171,8 @@ class Recovery:
         )
         state = loaded.state
         self.stats = CrawlStats.from_dict(state["stats"], time.time())
-        for url, depth, parent, attempts in state["pushes"]:
-            self._pushes[shard_for(host_key(url), self.num_shards)].append(UrlEntry(url, depth, parent, attempts))
+        for row in state["pushes"]:
+            entry = UrlEntry.from_row(row)
+            self._pushes[shard_for(host_key(entry.url), self.num_shards)].append(entry)
         self._epoch = loaded.checkpoint_id + 1
         self.stats.events["resumed"] += 1

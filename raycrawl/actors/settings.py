@@ -37,7 +37,8 @@ def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
         max_attempts=cfg.max_attempts,
         max_queue_per_host=cfg.max_queue_per_host,
         max_queue_total=cfg.max_queue_total,
-        lease_ttl=cfg.lease_horizon + 4 * cfg.timeout + 60.0,
+        max_pages_per_host=cfg.max_pages_per_host,
+        lease_ttl=cfg.lease_horizon + max(4 * cfg.timeout, cfg.fetch_deadline) + 60.0,
     )
 
 
@@ -45,7 +46,10 @@ def fetch_settings(cfg: CrawlConfig, out_dir: str) -> FetchSettings:
     return FetchSettings(
         user_agent=cfg.user_agent,
         timeout=cfg.timeout,
+        deadline=cfg.fetch_deadline,
         max_body_bytes=cfg.max_body_bytes,
+        keep_truncated=cfg.keep_truncated,
+        max_outlinks=cfg.max_outlinks,
         tracking_params=cfg.tracking_params,
         resolve=tuple(sorted(cfg.resolve_map().items())),
         warc_dir=str(Path(out_dir) / "warc") if cfg.warc else None,

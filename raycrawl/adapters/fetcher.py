@@ -28,6 +28,7 @@ import httpx
 
 from raycrawl.adapters.warc import WarcSink
 from raycrawl.core.addresses import address_allowed, parse_networks
+from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodingError
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links, is_html
 from raycrawl.core.records import FetchResult, Lease
@@ -43,7 +44,9 @@ ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
 class FetchSettings:
     user_agent: str = "raycrawl/0.1"
     timeout: float = 30.0
+    deadline: float = 60.0
     max_body_bytes: int = 10 * 1024 * 1024
+    keep_truncated: bool = False
     max_outlinks: int = 5000
     tracking_params: tuple[str, ...] = ()
     resolve: tuple[tuple[str, str], ...] = ()
@@ -93,7 +96,11 @@ class Fetcher:
             trust_env=False,  # never route through a proxy from the environment
             verify=self._ssl,
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
-            headers={"User-Agent": self.settings.user_agent, "Accept": "text/html,*/*;q=0.8"},
+            headers={
+                "User-Agent": self.settings.user_agent,
+                "Accept": "text/html,*/*;q=0.8",
+                "Accept-Encoding": ACCEPT_ENCODING,  # decoded by us, within max_body_bytes (core/decoding.py)
+            },
         )
         self._clients[key] = client
         while len(self._clients) > MAX_POOLS:
@@ -146,18 +153,20 @@ class Fetcher:
     async def _fetch_one(self, lease: Lease) -> _Exchange:
         ex = _Exchange(FetchResult(lease=lease))
         r = ex.result
-        # A lease about to expire may already be handed out again: sending now could break politeness.
-        if time.time() > lease.expires_at - self.settings.timeout - 5.0:
+        s = self.settings
+        wait = max(0.0, lease.not_before - time.time())
+        # A lease that could expire before this fetch ends may be handed out again: sending could break politeness.
+        if time.time() + wait + s.deadline + 5.0 > lease.expires_at:
             r.error, r.transient, r.responded_at = "LeaseExpired", True, time.time()
             return ex
-        wait = lease.not_before - time.time()
         if wait > 0:
             await asyncio.sleep(wait)
         url = lease.url
         hops = ROBOTS_MAX_REDIRECTS if lease.kind == "robots" else 0
-        limit = MAX_ROBOTS_BYTES if lease.kind == "robots" else self.settings.max_body_bytes
+        limit = MAX_ROBOTS_BYTES if lease.kind == "robots" else s.max_body_bytes
         try:
-            async with asyncio.timeout(self.settings.timeout * 2):
+            # The whole fetch, however the server dribbles its bytes, ends by the deadline.
+            async with asyncio.timeout(s.deadline):
                 for _ in range(hops + 1):
                     await self._request(url, ex, limit)
                     location = dict(ex.response_headers).get("location")
@@ -167,8 +176,11 @@ class Fetcher:
                     if target is None:
                         break
                     url = target
-        except (httpx.HTTPError, OSError, TimeoutError, ValueError, BlockedAddress) as exc:
-            r.error = type(exc).__name__
+        except TimeoutError:
+            r.error, r.transient = f"Deadline: not done in {s.deadline:g} s", True
+            r.responded_at = r.responded_at or time.time()
+        except (httpx.HTTPError, OSError, ValueError, BlockedAddress) as exc:
+            r.error = type(exc).__name__ if not isinstance(exc, DecodingError) else f"DecodingError: {exc}"
             r.transient = not isinstance(exc, ValueError | BlockedAddress)
             r.responded_at = r.responded_at or time.time()
         r.final_url = url
@@ -181,7 +193,7 @@ class Fetcher:
         netloc = rest.split("/", 1)[0]
         host, explicit_port = split_netloc(netloc)
         port = explicit_port or DEFAULT_PORTS[scheme]
-        address = await self._address_of(host, port)
+        address = await self._address_of(host, port)  # checked again on every hop
         ip_netloc = f"[{address}]" if ":" in address else address
         target = f"{scheme}://{ip_netloc}:{port}{path_of(url)}"
         headers = {"Host": netloc}
@@ -202,14 +214,7 @@ class Fetcher:
                 r.retry_at = parse_retry_after(response.headers.get("retry-after"), r.responded_at)
             ex.status_line = f"{response.status_code} {response.reason_phrase}"
             ex.response_headers = list(response.headers.multi_items())
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) >= limit:
-                    r.error = "TooLarge" if ex.result.lease.kind == "page" else None
-                    del body[limit:]
-                    break
-            ex.body = bytes(body)
+            ex.body, r.truncated = await _read_body(response, limit)
         finally:
             await response.aclose()
 
@@ -236,20 +241,37 @@ class Fetcher:
             return
         r.size = len(ex.body)
         r.sha256 = hashlib.sha256(ex.body).hexdigest()
+        too_large = r.truncated and r.lease.kind == "page"
         if r.lease.kind == "robots":
-            r.body = ex.body
+            r.body = ex.body  # (a robots.txt over the limit is parsed as far as it was read: RFC 9309 2.5)
         elif 300 <= r.status < 400:
             location = dict(ex.response_headers).get("location")
             target = canonicalize(urljoin(r.lease.url, location), self.settings.tracking_params) if location else None
             if target:
-                # Redirect targets go back through the frontier like any link: dedup ends loops there.
+                # Redirect targets go back through the frontier like any link: scope, robots, the address guard
+                # and dedup all apply to every hop there, and the hop count travels with the URL.
                 r.final_url = target
                 r.outlinks = [target]
-        elif 200 <= r.status < 300 and is_html(r.content_type, ex.body[:512]):
+        elif 200 <= r.status < 300 and not too_large and is_html(r.content_type, ex.body[:512]):
             html = decode_html(ex.body, r.content_type)
             r.outlinks = extract_links(html, r.lease.url, self.settings.tracking_params, self.settings.max_outlinks)
-        if self._warc is not None:
-            self._warc.write(r.lease.url, ex.request_headers, ex.status_line, ex.response_headers, ex.body)
+        if self._warc is not None and (not too_large or self.settings.keep_truncated):
+            self._warc.write(
+                r.lease.url, ex.request_headers, ex.status_line, ex.response_headers, ex.body, truncated=too_large
+            )
+
+
+async def _read_body(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """The decoded body, at most ``limit`` bytes, and whether there was more (then reading stopped early)."""
+    decoder = BoundedDecoder(response.headers.get("content-encoding"), limit)
+    body = bytearray()
+    raw = 0
+    async for chunk in response.aiter_raw():
+        raw += len(chunk)
+        body += decoder.feed(chunk)
+        if decoder.truncated or raw > limit:  # (raw too: a stream can decode to nothing forever)
+            return bytes(body), True
+    return bytes(body), False
 
 
 def _is_ip_literal(host: str) -> bool:

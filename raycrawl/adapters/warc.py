@@ -47,13 +47,17 @@ class WarcSink:
         status_line: str,
         response_headers: list[tuple[str, str]],
         body: bytes,
+        truncated: bool = False,
     ) -> None:
         request = StatusAndHeaders(f"GET {path_of(url)} HTTP/1.1", request_headers, is_http_request=True)
         kept = [(k, v) for k, v in response_headers if k.lower() not in _DROPPED_HEADERS]
         kept.append(("Content-Length", str(len(body))))
         response = StatusAndHeaders(status_line, kept, protocol="HTTP/1.1")
         w = self._writer
-        response_record = w.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=response)
+        extra = {"WARC-Truncated": "length"} if truncated else None  # WARC 1.1 section 5.13
+        response_record = w.create_warc_record(
+            url, "response", payload=io.BytesIO(body), http_headers=response, warc_headers_dict=extra
+        )
         request_record = w.create_warc_record(url, "request", payload=io.BytesIO(b""), http_headers=request)
         w.write_request_response_pair(request_record, response_record)
 

@@ -18,6 +18,7 @@ Everything here is plain Python with an injected clock: the actor wrapping it ad
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import random
 import time
@@ -40,6 +41,8 @@ def by_depth(entry: UrlEntry) -> float:
     """Default priority: shallower pages first (breadth-first per host), then first come first served."""
     return float(entry.depth)
 
+HOST_BUDGET = "max_pages_per_host"  # the detail of URLs a host's page budget turned away
+
 
 @dataclass(frozen=True, slots=True)
 class FrontierSettings:
@@ -52,6 +55,7 @@ class FrontierSettings:
     max_attempts: int = 3
     max_queue_per_host: int = 100_000
     max_queue_total: int = 1_000_000
+    max_pages_per_host: int | None = None  # URLs admitted per host over the whole crawl
     lease_ttl: float = 120.0
     seed: int = 0  # for the backoff jitter
 
@@ -147,6 +151,10 @@ class FrontierShard:
                 self.counters["robots_denied"] += 1
                 self._end(entry, "robots_denied", "disallowed by robots.txt")
                 continue
+            if s.max_pages_per_host is not None and hs.admitted >= s.max_pages_per_host:
+                self.counters["rejected_host_budget"] += 1
+                self._end(entry, "out_of_budget", HOST_BUDGET)
+                continue
             if len(hs.queue) >= s.max_queue_per_host:
                 self.counters["shed_host_queue"] += 1
                 self._end(entry, "out_of_budget", "per-host queue full")
@@ -156,6 +164,7 @@ class FrontierShard:
                 self._end(entry, "out_of_budget", "frontier full")
                 continue
             self._enqueue(hs, entry)
+            hs.admitted += 1
             touched[hs.key] = hs
         for hs in touched.values():
             self._schedule(hs)
@@ -245,6 +254,7 @@ class FrontierShard:
             depth=entry.depth if entry else 0,
             parent=entry.parent if entry else None,
             attempts=entry.attempts if entry else 0,
+            redirects=entry.redirects if entry else (),
         )
         self._leases[lease_id] = _Leased(lease, entry, lease.expires_at)
         return lease
@@ -285,7 +295,7 @@ class FrontierShard:
         return reply
 
     def _requeue(self, hs: HostState, entry: UrlEntry) -> None:
-        self._enqueue(hs, UrlEntry(entry.url, entry.depth, entry.parent, entry.attempts + 1))
+        self._enqueue(hs, dataclasses.replace(entry, attempts=entry.attempts + 1))
         self.counters["retries"] += 1
 
     def _close(self, hs: HostState, outcome: Outcome, detail: str) -> None:
@@ -456,7 +466,7 @@ class FrontierShard:
                 {
                     "key": hs.key,
                     "origin": hs.origin,
-                    "queue": [[e.url, e.depth, e.parent, e.attempts] for e in queue],
+                    "queue": [e.to_row() for e in queue],
                     "next_allowed": hs.next_allowed,
                     "blocked_until": hs.blocked_until,
                     "block_reason": hs.block_reason,
@@ -471,6 +481,7 @@ class FrontierShard:
                     "requests": hs.requests,
                     "fetched": hs.fetched,
                     "errors": hs.errors,
+                    "admitted": hs.admitted,
                 }
             )
         return {
@@ -499,8 +510,9 @@ class FrontierShard:
                 "requests",
                 "fetched",
                 "errors",
+                "admitted",
             ):
-                setattr(hs, name, h[name])
+                setattr(hs, name, h.get(name, 0))
             hs.robots = RobotsRules.from_dict(h["robots"]) if h["robots"] else None
             hs.closed = (h["closed"][0], h["closed"][1]) if h["closed"] else None
             hs.recompute_delay(self.settings.policy)
@@ -510,8 +522,8 @@ class FrontierShard:
             self._hosts[hs.key] = hs
             if hs.paused is not None:
                 self._paused.add(hs.key)
-            for url, depth, parent, attempts in h["queue"]:
-                self._enqueue(hs, UrlEntry(url, depth, parent, attempts))
+            for row in h["queue"]:
+                self._enqueue(hs, UrlEntry.from_row(row))
             self._schedule(hs)
 
     # --- visibility ----------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ class HostState:
     requests: int = 0
     fetched: int = 0
     errors: int = 0
+    admitted: int = 0  # URLs ever queued here (the per-host page budget counts these)
 
     def due(self) -> float:
         return max(self.next_allowed, self.blocked_until)

@@ -6,6 +6,8 @@ canonicalised and deduplicated within the page, in document order.
 
 from __future__ import annotations
 
+import codecs
+import re
 from collections.abc import Iterable
 from urllib.parse import urljoin
 
@@ -34,12 +36,39 @@ def charset_of(content_type: str | None) -> str | None:
     return None
 
 
-def decode_html(body: bytes, content_type: str | None) -> str:
-    charset = charset_of(content_type) or "utf-8"
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
+
+
+def _known(charset: str | None) -> str | None:
+    if not charset:
+        return None
     try:
-        return body.decode(charset, errors="replace")
-    except LookupError:  # an unknown charset name from the server
-        return body.decode("utf-8", errors="replace")
+        return codecs.lookup(charset).name
+    except (LookupError, ValueError):
+        return None
+
+
+def html_charset(body: bytes, content_type: str | None) -> tuple[str, int]:
+    """(encoding, bytes to skip) as the HTML standard orders it: a BOM, the header's charset, a ``<meta>``
+    charset in the first 1024 bytes, else UTF-8. Unknown names fall through to the next source."""
+    for bom, name in _BOMS:
+        if body.startswith(bom):
+            return name, len(bom)
+    from_header = _known(charset_of(content_type))
+    if from_header:
+        return from_header, 0
+    match = _META_CHARSET.search(body[:1024])
+    from_meta = _known(match.group(1).decode("ascii")) if match else None
+    if from_meta and not from_meta.startswith("utf-16"):  # a meta tag readable as ASCII cannot be UTF-16
+        return from_meta, 0
+    return "utf-8", 0
+
+
+def decode_html(body: bytes, content_type: str | None) -> str:
+    """The page as text; bytes invalid in its encoding become U+FFFD rather than an error."""
+    charset, skip = html_charset(body, content_type)
+    return body[skip:].decode(charset, errors="replace")
 
 
 def extract_links(

@@ -16,11 +16,14 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
     lease = result.lease
     # A response counts as fetched unless it was a transient failure on the last attempt (a 503 that stayed).
     fetched = result.status is not None and result.error is None and not result.transient
+    outcome = "fetched" if fetched else "error"
+    if fetched and result.truncated:
+        outcome = "too_large"
     return {
         "url": lease.url,
         "final_url": result.final_url or lease.url,
         "status": result.status,
-        "outcome": "fetched" if fetched else "error",
+        "outcome": outcome,
         "depth": lease.depth,
         "parent": lease.parent,
         "fetched_at": iso_utc(result.responded_at or result.sent_at),
@@ -30,7 +33,7 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
         "sha256": result.sha256,
         "outlinks": result.outlinks,
         "attempts": lease.attempts + 1,
-        "error": result.error,
+        "error": result.error or ("body over max_body_bytes, not parsed" if outcome == "too_large" else None),
     }
 
 

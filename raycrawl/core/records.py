@@ -6,7 +6,7 @@ Plain slotted dataclasses: cheap to pickle across Ray, typed, and free of behavi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 LeaseKind = Literal["page", "robots"]
 # Terminal outcomes of a URL (each URL ends in exactly one record):
@@ -14,7 +14,11 @@ LeaseKind = Literal["page", "robots"]
 #   error          no usable response after max_attempts (the error field says why)
 #   robots_denied  robots.txt forbids it; no request was made
 #   out_of_budget  the crawl stopped (max-pages, time limit) or a queue bound shed it before it was fetched
-Outcome = Literal["fetched", "error", "robots_denied", "out_of_budget"]
+#   too_large      a response whose (decoded) body exceeded max_body_bytes; reading stopped at the limit
+Outcome = Literal["fetched", "error", "robots_denied", "out_of_budget", "too_large"]
+
+
+Link = tuple[str, int, "str | None", tuple[str, ...]]  # url, depth, parent, the redirect chain that led to it
 
 
 @dataclass(slots=True, frozen=True)
@@ -25,6 +29,16 @@ class UrlEntry:
     depth: int
     parent: str | None = None
     attempts: int = 0
+    redirects: tuple[str, ...] = ()  # the URLs that redirected to this one, first first
+
+    def to_row(self) -> list[Any]:
+        row: list[Any] = [self.url, self.depth, self.parent, self.attempts]
+        return [*row, list(self.redirects)] if self.redirects else row
+
+    @classmethod
+    def from_row(cls, row: list[Any]) -> UrlEntry:
+        url, depth, parent, attempts, *rest = row
+        return cls(url, depth, parent, attempts, tuple(rest[0]) if rest else ())
 
 
 @dataclass(slots=True, frozen=True)
@@ -40,6 +54,7 @@ class Lease:
     depth: int = 0
     parent: str | None = None
     attempts: int = 0
+    redirects: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -60,6 +75,7 @@ class FetchResult:
     transient: bool = False  # worth retrying through the frontier
     body: bytes | None = None  # only for robots.txt leases
     retry_at: float | None = None  # Retry-After, as an absolute wall-clock time
+    truncated: bool = False  # the body was larger than max_body_bytes: reading stopped there
 
 
 @dataclass(slots=True, frozen=True)

@@ -23,7 +23,7 @@ class CrawlStats:
 
     @property
     def pages_fetched(self) -> int:
-        return self.outcomes["fetched"] + self.outcomes["error"]
+        return self.outcomes["fetched"] + self.outcomes["error"] + self.outcomes["too_large"]
 
     @property
     def records(self) -> int:

@@ -80,6 +80,8 @@ def _canonical_host(host: str) -> str | None:
             return "[" + ipaddress.IPv6Address(host[1:-1]).compressed + "]"
         except ValueError:
             return None
+    if _ends_in_number(host):
+        return _ipv4_from_number_host(host)
     if all(c.isascii() for c in host):
         ascii_host = host
     else:
@@ -91,6 +93,49 @@ def _canonical_host(host: str) -> str | None:
     if not all(_HOST_LABEL.match(label) for label in labels):
         return None
     return ascii_host
+
+
+def _ends_in_number(host: str) -> bool:
+    """WHATWG URL: a host whose last label is a number is an IPv4 address, whatever else it looks like."""
+    last = host.rsplit(".", 1)[-1]
+    if last.isascii() and last.isdigit():
+        return True
+    return last[:2] == "0x" and all(c in _HEX for c in last[2:])
+
+
+def _ipv4_part(part: str) -> int | None:
+    if not part.isascii():
+        return None
+    if part[:2] == "0x":
+        digits, base = part[2:], 16
+        if digits == "":
+            return 0
+    elif len(part) > 1 and part[0] == "0":
+        digits, base = part[1:], 8
+    else:
+        digits, base = part, 10
+    try:
+        return int(digits, base) if digits and digits.isalnum() else None
+    except ValueError:
+        return None
+
+
+def _ipv4_from_number_host(host: str) -> str | None:
+    """Dotted-decimal form of an IPv4 host written in decimal, hex, octal or short form (127.1, 0x7f000001,
+    0177.0.0.1, 2130706433), as browsers read them: the address guard must see what would be connected to."""
+    parts = host.split(".")
+    if len(parts) > 4:
+        return None
+    numbers = [_ipv4_part(p) for p in parts]
+    if any(n is None for n in numbers):
+        return None
+    values = [n for n in numbers if n is not None]
+    if any(n > 255 for n in values[:-1]) or values[-1] >= 256 ** (5 - len(values)):
+        return None
+    address = values[-1]
+    for i, n in enumerate(values[:-1]):
+        address += n << (8 * (3 - i))
+    return str(ipaddress.IPv4Address(address))
 
 
 def _is_tracking(name: str, tracking: Iterable[str]) -> bool:

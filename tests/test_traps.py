@@ -1,0 +1,69 @@
+"""Trap rules and redirect chains, as pure functions."""
+
+import pytest
+
+from raycrawl.core.frontier import HOST_BUDGET, FrontierSettings, FrontierShard
+from raycrawl.core.records import UrlEntry
+from raycrawl.core.redirects import redirect_problem
+from raycrawl.core.traps import TrapRules
+
+RULES = TrapRules()
+
+
+@pytest.mark.parametrize(
+    ("url", "rule"),
+    [
+        ("http://a.test/", None),
+        ("http://a.test/a/b/c?x=1/2/3/4/5/6/7/8/9/10/11/12/13/14/15/16/17/18/19/20/21", None),  # query not a path
+        ("http://a.test/" + "/".join(str(i) for i in range(20)), None),
+        ("http://a.test/" + "/".join(str(i) for i in range(21)), "path_too_deep"),
+        ("http://a.test/x/x/y", None),
+        ("http://a.test/x/x/x", "repeated_segment"),
+        ("http://a.test/cal/x/y/x/y/x/y", None),  # alternating is not a run (path depth bounds it)
+        ("http://a.test//", None),
+        ("http://a.test/" + "a" * 2100, "url_too_long"),
+    ],
+)
+def test_trap_rules(url: str, rule: str | None) -> None:
+    assert RULES.rejects(url) == rule
+
+
+def test_trap_limits_are_configurable() -> None:
+    assert TrapRules(max_path_depth=2).rejects("http://a.test/a/b/c") == "path_too_deep"
+    assert TrapRules(max_repeated_segments=1).rejects("http://a.test/a/a") == "repeated_segment"
+
+
+def test_redirect_loop_and_chain_limits() -> None:
+    a, b, c = "http://a.test/a", "http://a.test/b", "http://a.test/c"
+    assert redirect_problem((), a, b, 10) is None
+    rule, message = redirect_problem((a,), b, a, 10) or ("", "")
+    assert rule == "redirect_loop" and message == f"redirect loop: {a} -> {b} -> {a}"
+    assert redirect_problem((), a, a, 10) == ("redirect_loop", f"redirect loop: {a} -> {a}")
+    chain = tuple(f"http://a.test/{i}" for i in range(10))
+    assert redirect_problem(chain[:-1], chain[-1], c, 10) is None  # 10 redirects: followed
+    rule, message = redirect_problem(chain, "http://a.test/10", c, 10) or ("", "")
+    assert rule == "too_many_redirects" and message.startswith("more than 10 redirects: http://a.test/0 -> ")
+    assert redirect_problem((), a, b, 0) is not None
+
+
+def test_redirect_chain_survives_a_shard_snapshot() -> None:
+    shard = FrontierShard(0, FrontierSettings(), clock=lambda: 1000.0)
+    shard.push([UrlEntry("http://a.test/c", 0, "http://a.test/b", 0, ("http://a.test/a", "http://a.test/b"))])
+    again = FrontierShard(0, FrontierSettings(), clock=lambda: 1000.0)
+    again.restore(shard.snapshot())
+    assert again.snapshot()["hosts"][0]["queue"] == shard.snapshot()["hosts"][0]["queue"]
+    assert UrlEntry.from_row(again.snapshot()["hosts"][0]["queue"][0]).redirects == (
+        "http://a.test/a",
+        "http://a.test/b",
+    )
+
+
+def test_per_host_page_budget_turns_further_urls_away() -> None:
+    shard = FrontierShard(0, FrontierSettings(max_pages_per_host=3), clock=lambda: 1000.0)
+    shard.push([UrlEntry(f"http://a.test/{i}", 1) for i in range(5)] + [UrlEntry("http://b.test/", 1)])
+    terminals = shard.take_terminals()
+    assert shard.queued == 4  # three of a.test, one of b.test
+    assert [(t.entry.url, t.outcome, t.detail) for t in terminals] == [
+        ("http://a.test/3", "out_of_budget", HOST_BUDGET),
+        ("http://a.test/4", "out_of_budget", HOST_BUDGET),
+    ]
