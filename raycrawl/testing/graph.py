@@ -30,6 +30,7 @@ class WebSpec:
     crawl_delay: float | None = None  # robots.txt Crawl-delay for every host
     profiles: tuple[str, ...] = ()  # fault profile of host h is profiles[h] ("normal" past the end); see server
     slow_seconds: float = 3.0  # how long the "slow" and "robots-timeout" profiles take to answer
+    canary: str = ""  # ip:port of a listener the "hostile" host links to in every spelling (must see nothing)
 
     def profile(self, host: int) -> str:
         return self.profiles[host] if host < len(self.profiles) else "normal"

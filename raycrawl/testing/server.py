@@ -16,6 +16,7 @@ Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustne
   HTTP-date at least 3 s ahead); every other request is normal.
 - ``503-forever``: every page answers 503 without Retry-After. ``403``: every page answers 403.
 - ``slow``: every page answers after ``slow_seconds``.
+- ``hostile``: traps, bombs, drips, loops, bad encodings and canary links: see ``testing/hostile.py``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import time
 from email.utils import formatdate
 from typing import IO
 
+from raycrawl.testing import hostile
 from raycrawl.testing.graph import WebGraph, WebSpec
 
 MAX_HEADER_BYTES = 16 * 1024
@@ -45,10 +47,12 @@ class TestWebServer:
         self._ip_to_host = {self.graph.ip(h): h for h in range(spec.hosts)}
         self._page_requests: dict[int, int] = {}
 
-    def route(self, host: int, path: str) -> tuple[int, list[tuple[str, str]], bytes, float]:
+    def route(self, host: int, path: str) -> tuple[int, list[tuple[str, str]], hostile.Body, float]:
         """(status, headers, body, seconds to wait before answering) for a path on a host, after its profile."""
-        path = path.split("?", 1)[0]
         profile = self.spec.profile(host)
+        if profile == "hostile":
+            return (*hostile.route(path, self.graph.netloc(host), self.spec.canary), 0.0)
+        path = path.split("?", 1)[0]
         kind, _, arg = profile.rpartition("-") if profile[-1:].isdigit() else (profile, "", "")
         if path == "/robots.txt" or path.startswith("/r/"):
             return self._robots(host, path, profile, kind, arg)
@@ -120,13 +124,25 @@ class TestWebServer:
                     "ua": headers.get("user-agent", ""),
                     "status": status,
                 }
+                if "authorization" in headers:
+                    record["authorization"] = headers["authorization"]
                 self.log.write(json.dumps(record) + "\n")
                 self.log.flush()
                 if wait:
                     await asyncio.sleep(wait)
-                lines_out = [f"HTTP/1.1 {status} Status", f"Content-Length: {len(body)}"]
+                length = body.length if isinstance(body, hostile.Streamed) else len(body)
+                lines_out = [f"HTTP/1.1 {status} Status", f"Content-Length: {length}"]
                 lines_out += [f"{k}: {v}" for k, v in extra]
                 response = ("\r\n".join(lines_out) + "\r\n\r\n").encode()
+                if isinstance(body, hostile.Streamed):
+                    writer.write(response)
+                    try:
+                        async for chunk in body.chunks():
+                            writer.write(chunk)
+                            await writer.drain()  # raises once the client has hung up
+                    except ConnectionError:
+                        return
+                    continue
                 writer.write(response + (body if method != "HEAD" else b""))
                 await writer.drain()
                 if headers.get("connection", "").lower() == "close":
