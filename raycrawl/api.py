@@ -17,7 +17,7 @@ from typing import Any
 
 from raycrawl.adapters.output import PAGES_FILE, STATS_FILE, read_pages
 from raycrawl.config import CrawlConfig
-from raycrawl.core.urls import canonicalize
+from raycrawl.core.urls import canonicalize, redact_credentials
 from raycrawl.errors import ConfigError, SeedError, ServiceError
 
 Progress = Callable[[dict[str, Any]], None]
@@ -30,7 +30,7 @@ class SeedProblem:
     text: str
 
     def __str__(self) -> str:
-        return f"{self.source}:{self.line}: not an http(s) URL: {self.text!r}"
+        return f"{self.source}:{self.line}: not an http(s) URL: {redact_credentials(self.text)!r}"
 
 
 def load_seeds(cfg: CrawlConfig) -> tuple[list[str], list[SeedProblem]]:

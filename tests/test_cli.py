@@ -34,6 +34,7 @@ def raycrawl(
         (["crawl", "http://a.test/", "--delay", "soon"], 2, "delay = 'soon': expected a number"),
         (["crawl"], 2, "no usable seed"),
         (["crawl", "ftp://a.test/", "--strict"], 2, "not an http(s) URL"),
+        (["crawl", "ftp://bob:hunter2@a.test/", "--strict"], 2, "'ftp://a.test/'"),  # no credential echoed
         (["crawl", "http://a.test/", "--config", "missing.toml"], 2, "missing.toml does not exist"),
     ],
 )
@@ -41,7 +42,7 @@ def test_bad_input_is_one_line_and_an_exit_code(tmp_path: Path, args: list[str],
     done = raycrawl(*args, cwd=tmp_path)
     assert done.returncode == code
     assert message in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr and "hunter2" not in done.stderr
 
 
 def test_redis_unreachable_at_start_is_one_line_and_exit_3(tmp_path: Path) -> None:

@@ -85,3 +85,10 @@ def test_canonicalize_never_raises_and_is_idempotent(raw: str) -> None:
     if once is not None:
         assert canonicalize(once, DEFAULT_TRACKING_PARAMS) == once
         assert once.startswith(("http://", "https://"))
+
+
+def test_credentials_never_reach_a_message() -> None:
+    from raycrawl.core.urls import redact_credentials
+
+    assert redact_credentials("ftp://bob:hunter2@files.test/x") == "ftp://files.test/x"
+    assert "hunter2" not in redact_credentials("see http://:hunter2@[bad and gopher://u:hunter2@h/")

@@ -95,6 +95,14 @@ def _canonical_host(host: str) -> str | None:
     return ascii_host
 
 
+_USERINFO = re.compile(r"(?<=//)[^/?#@\s]*@")
+
+
+def redact_credentials(text: str) -> str:
+    """The text with any ``user:pass@`` after a ``//`` removed: for messages about URLs that did not parse."""
+    return _USERINFO.sub("", text)
+
+
 def _ends_in_number(host: str) -> bool:
     """WHATWG URL: a host whose last label is a number is an IPv4 address, whatever else it looks like."""
     last = host.rsplit(".", 1)[-1]
