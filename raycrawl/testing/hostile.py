@@ -139,8 +139,8 @@ def route(path: str, self_netloc: str, canary: str) -> Response:
         body = '<html><head><meta charset="windows-1251"></head><body><a href="/enc/ж">ж</a></body></html>'
         return 200, [HTML], body.encode("cp1251")
     if p == "/enc/broken":  # declared UTF-8, with bytes that are not
-        body = b"<!-- \xc3( \xff -->" + _page(["/enc/found-broken"])
-        return 200, [("Content-Type", "text/html; charset=utf-8")], body
+        broken = b"<!-- \xc3( \xff -->" + _page(["/enc/found-broken"])
+        return 200, [("Content-Type", "text/html; charset=utf-8")], broken
     if p == "/enc/unknown":
         return 200, [("Content-Type", "text/html; charset=x-no-such-charset")], _page(["/enc/found-unknown"])
     if p.startswith("/enc/"):
