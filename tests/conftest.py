@@ -13,6 +13,10 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# Ray takes "this node's address" to be the one of the default route (it asks the kernel which interface would
+# reach 8.8.8.8) and swaps it in for 127.0.0.1 when a driver joins a cluster. Tests must touch loopback only:
+# this switch (read when ray is imported, inherited by every Ray process the tests start) makes it 127.0.0.1.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 
 def wait_until(condition: Any, timeout: float, what: str) -> None:
@@ -97,7 +101,7 @@ def run(cfg: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
     crawl = Crawl(cfg).start()
     summary = crawl.wait(timeout=600)
-    return summary, crawl.results()
+    return summary, crawl.records()
 
 
 def page_requests(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:

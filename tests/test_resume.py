@@ -1,13 +1,10 @@
 """Issue 4: SIGKILL the whole crawl (driver and its Ray cluster) half way, then --resume.
 
-The cluster is a real `ray start --head` on 127.0.0.1 with token auth (RAY_AUTH_MODE=token and a token of
-this test's own, given to the head and to every driver), stopped by `ray stop`.
+The cluster is a real `ray start --head` on 127.0.0.1 with token auth (tests/ray_cluster.py).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import secrets
 import signal
 import subprocess
@@ -18,69 +15,14 @@ from pathlib import Path
 
 import pytest
 from conftest import page_requests, wait_until, warc_page_responses
+from ray_cluster import RayHead
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.snapshots import LocalDirStore, RedisSnapshotStore, SnapshotStore
 from raycrawl.core.urls import canonicalize
-from raycrawl.testing import TestWeb, WebSpec, free_port
+from raycrawl.testing import TestWeb, WebSpec
 
 INTERVAL = 2.0
-
-
-class RayHead:
-    def __init__(self) -> None:
-        self.env = {
-            **os.environ,
-            "RAY_AUTH_MODE": "token",
-            "RAY_AUTH_TOKEN": secrets.token_hex(32),
-            "RAY_USAGE_STATS_ENABLED": "0",
-        }
-        self.address = ""
-        self.session = ""
-
-    def start(self) -> None:
-        port = free_port()
-        command = [
-            "ray",
-            "start",
-            "--head",
-            "--node-ip-address=127.0.0.1",
-            f"--port={port}",
-            "--num-cpus=2",
-            "--include-dashboard=false",
-            "--disable-usage-stats",
-        ]
-        subprocess.run(command, env=self.env, check=True, capture_output=True, timeout=180)
-        self.address = f"127.0.0.1:{port}"
-        self.session = os.path.basename(os.readlink("/tmp/ray/session_latest"))
-
-    def kill(self) -> int:
-        """SIGKILL this cluster and only it: the processes naming its session directory, and their children
-        (worker processes rename themselves ``ray::...``, but they are the raylet's descendants)."""
-        parents: dict[int, int] = {}
-        cluster: set[int] = set()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                pid = int(entry.name)
-                parents[pid] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                if self.session.encode() in (entry / "cmdline").read_bytes():
-                    cluster.add(pid)
-        grew = True
-        while grew:
-            children = {pid for pid, parent in parents.items() if parent in cluster} - cluster
-            grew = bool(children)
-            cluster |= children
-        cluster.discard(os.getpid())
-        for pid in cluster:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        wait_until(lambda: not any(Path(f"/proc/{pid}/stat").exists() for pid in cluster), 30, "killed processes")
-        return len(cluster)
-
-    def stop(self) -> None:
-        subprocess.run(["ray", "stop"], env=self.env, check=False, capture_output=True, timeout=180)
 
 
 @pytest.mark.parametrize("where", ["local", "redis"])
