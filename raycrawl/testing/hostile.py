@@ -33,6 +33,11 @@ Body = bytes | Streamed
 Response = tuple[int, list[tuple[str, str]], Body]
 
 
+def prepare() -> None:
+    """Build (and cache) the compression bombs."""
+    gzip_bomb(), deflate_bomb(), brotli_bomb()
+
+
 def canary_spellings(canary: str) -> list[str]:
     """URLs of the canary listener (ip:port) written every way a page could write its address."""
     ip_text, _, port = canary.rpartition(":")

@@ -174,6 +174,8 @@ class TestWebServer:
 
 
 async def _main(spec: WebSpec, port: int, log_path: str) -> None:
+    if "hostile" in spec.profiles:
+        hostile.prepare()  # build the bombs now: building one mid-crawl would stall every host of this server
     with open(log_path, "a", encoding="utf-8") as log:
         server = TestWebServer(spec, log)
         port, _servers = await server.serve(port)
