@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,6 +131,7 @@ class Crawl:
         self._actor: Any = None
         self._run_ref: Any = None
         self._summary: dict[str, Any] | None = None
+        self._final_hosts: list[dict[str, Any]] = []  # host rows as the crawl ended (its actors are gone then)
 
     def start(self) -> Crawl:
         """Validate seeds and output, start Ray if needed, and start the coordinator. Returns at once."""
@@ -161,12 +162,48 @@ class Crawl:
             return {"state": "finished", **self._summary}
         return dict(ray.get(self._actor.status.remote()))
 
-    def hosts(self) -> list[dict[str, Any]]:
-        """Per-host state: queue, in flight, delay, wait, robots status, fetched, errors."""
+    def host_rows(self) -> list[dict[str, Any]]:
+        """Per-host state, one dict per host: queue, in flight, delay and why, wait, robots, paused, counts."""
         import ray
 
         self._require_started()
+        if self._summary is not None:
+            return list(self._final_hosts)
         return list(ray.get(self._actor.hosts.remote()))
+
+    def hosts(self) -> Any:
+        """host_rows() as a pandas DataFrame indexed by host, busiest first."""
+        import pandas as pd
+
+        rows = sorted(self.host_rows(), key=lambda h: (-h["requests"], -h["queued"]))
+        return pd.DataFrame(rows).set_index("host") if rows else pd.DataFrame()
+
+    def add_seeds(self, urls: Iterable[str]) -> int:
+        """Crawl these URLs too (as seeds: depth 0, their hosts join the scope). Returns how many were new to
+        this call's list; malformed ones raise ValueError naming them (nothing is added then)."""
+        self._require_started()
+        if self.done():
+            raise RuntimeError("the crawl has finished: start a new one (or resume this one) to add seeds")
+        canonical, bad = [], []
+        for url in urls:
+            c = canonicalize(url, self.config.tracking_params)
+            if c is None:
+                bad.append(redact_credentials(url))
+            elif c not in canonical:
+                canonical.append(c)
+        if bad:
+            raise ValueError(f"not http(s) URLs: {bad!r}")
+        self._actor.add_seeds.remote(canonical)
+        return len(canonical)
+
+    def pause(self, reason: str = "paused by operator") -> None:
+        """Start no new requests (fetches under way finish); queued URLs wait for resume()."""
+        self._require_started()
+        self._actor.pause.remote(reason)
+
+    def resume(self) -> None:
+        self._require_started()
+        self._actor.resume.remote()
 
     def pause_host(self, host: str, reason: str = "paused by operator") -> bool:
         """Stop sending to ``host`` (a netloc as in hosts()); its URLs stay queued. False if unknown."""
@@ -214,7 +251,9 @@ class Crawl:
             step = every if deadline is None else max(0.0, min(every, deadline - time.monotonic()))
             ready, _ = ray.wait([self._run_ref], timeout=step)
             if ready:
-                self._summary = dict(ray.get(self._run_ref))
+                summary = dict(ray.get(self._run_ref))
+                self._final_hosts = list(ray.get(self._actor.hosts.remote()))
+                self._summary = summary
                 ray.kill(self._actor)
                 return self._summary
             if progress is not None:
@@ -222,9 +261,16 @@ class Crawl:
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"the crawl did not finish within {timeout} s")
 
-    def results(self) -> list[dict[str, Any]]:
-        """The records written so far (pages.jsonl)."""
+    def records(self) -> list[dict[str, Any]]:
+        """The records written so far (pages.jsonl), as dicts."""
         return read_pages(self.out_dir)
+
+    def results(self) -> Any:
+        """The records written so far as a Ray Dataset (``.to_pandas()``, ``.filter()``, ``.write_parquet()``)."""
+        import ray.data
+
+        self._require_started()
+        return ray.data.from_items(self.records())
 
 
 def crawl(config: CrawlConfig, progress: Progress | None = None) -> dict[str, Any]:

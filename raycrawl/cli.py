@@ -17,6 +17,7 @@ from typing import Any
 
 from raycrawl.config import FIELD_TYPES, CrawlConfig, load_config
 from raycrawl.errors import RaycrawlError
+from raycrawl.progress import Progress
 
 HELP = {
     "seeds_file": "file with one seed URL per line (# comments allowed)",
@@ -72,7 +73,7 @@ HELP = {
     "resume": "continue the crawl from its last checkpoint",
     "strict": "a malformed seed is an error instead of a warning",
     "fresh": "replace an earlier crawl's output in --out",
-    "quiet": "no progress line",
+    "quiet": "no progress bar or progress lines",
 }
 
 
@@ -121,38 +122,6 @@ def _cli_values(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-class ProgressLine:
-    """One self-overwriting status line on a terminal's stderr; nothing when not a terminal or quiet."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self._width = 0
-        self._warned: str | None = None
-
-    def __call__(self, status: dict[str, Any]) -> None:
-        warning = status.get("checkpoint_error")
-        if warning and warning != self._warned:
-            sys.stderr.write(("\n" if self.enabled and self._width else "") + f"raycrawl: warning: {warning}\n")
-            self._width = 0
-        self._warned = warning
-        if not self.enabled or status.get("state") == "starting":
-            return
-        line = (
-            f"[{status.get('elapsed_s', 0):7.1f}s] pages {status.get('pages', 0)} "
-            f"({status.get('pages_per_s', 0)}/s)  queued {status.get('queued', 0)}  "
-            f"leased {status.get('leased', 0)}  tasks {status.get('tasks_in_flight', 0)}  "
-            f"errors {status.get('errors', 0)}"
-        )
-        sys.stderr.write("\r" + line.ljust(self._width))
-        sys.stderr.flush()
-        self._width = len(line)
-
-    def close(self) -> None:
-        if self.enabled and self._width:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
 def print_summary(summary: dict[str, Any]) -> None:
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("outcomes", {}).items())) or "none"
     print(
@@ -180,7 +149,7 @@ def run_crawl(cfg: CrawlConfig) -> int:
     crawl = Crawl(cfg).start()
     for problem in crawl.seed_problems:
         print(f"raycrawl: skipped seed {problem}", file=sys.stderr)
-    progress = ProgressLine(not cfg.quiet)
+    progress = Progress(quiet=cfg.quiet, total=cfg.max_pages)
     interrupts = 0
 
     def on_signal(signum: int, frame: types.FrameType | None) -> None:

@@ -19,3 +19,32 @@ def test_cluster_yaml_validates_against_rays_schema() -> None:
     from raycrawl.config import CrawlConfig
 
     assert fetch_cpus >= CrawlConfig().fetch_task_cpus  # a fetch task fits on a fetch node
+
+
+def test_cluster_resources_agree_with_what_tasks_and_actors_request() -> None:
+    from raycrawl.actors.coordinator import CoordinatorActor
+    from raycrawl.actors.dedup import DedupActor
+    from raycrawl.actors.fetch_task import fetch_batch
+    from raycrawl.actors.frontier import FrontierShardActor
+    from raycrawl.config import CrawlConfig
+
+    config = yaml.safe_load((ROOT / "cluster.yaml").read_text())
+    types = config["available_node_types"]
+    head = types[config["head_node_type"]]
+    workers = {name: t for name, t in types.items() if name != config["head_node_type"]}
+    fetch_cpus = CrawlConfig().fetch_task_cpus
+    # Actors reserve no CPU: they are placed on the head, which offers none to tasks ...
+    for actor in (CoordinatorActor, DedupActor, FrontierShardActor):
+        assert actor._default_options.get("num_cpus") == 0, actor
+    assert head["resources"]["CPU"] == 0
+    # ... so fetch tasks (which ask for fetch_task_cpus CPU each) can only run on worker nodes: pending fetch
+    # work is what makes the autoscaler add them, and idle ones go after idle_timeout_minutes.
+    assert fetch_batch._default_options.get("max_retries") == 0  # (num_cpus is set per launch from the config)
+    for node in workers.values():
+        assert node["resources"]["CPU"] >= fetch_cpus
+        assert node["max_workers"] >= node["min_workers"] >= 0
+    assert 0 < config["idle_timeout_minutes"] <= 30
+    assert sum(t["max_workers"] for t in workers.values()) <= config["max_workers"]
+    # Every node installs raycrawl; the head runs Redis for checkpoints, reachable from the other nodes.
+    assert any("pip install" in c and "raycrawl" in c for c in config["setup_commands"])
+    assert any("redis-server" in c for c in config["head_setup_commands"])

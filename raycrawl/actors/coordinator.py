@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -25,8 +26,9 @@ from raycrawl.actors import checkpoints
 from raycrawl.actors.dedup import DedupActor
 from raycrawl.actors.fetch_task import fetch_batch, warm_up
 from raycrawl.actors.frontier import FrontierShardActor
+from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.recovery import Recovery
-from raycrawl.actors.settings import crawl_id_of, fetch_settings, frontier_settings
+from raycrawl.actors.settings import crawl_id_of, fetch_settings
 from raycrawl.adapters.output import PagesWriter, rewind, write_stats
 from raycrawl.adapters.snapshots import open_store
 from raycrawl.config import CrawlConfig
@@ -64,10 +66,9 @@ class Coordinator(Recovery):
             self.num_shards = int(self._resumed.state["num_shards"])
         else:
             self.num_shards = cfg.shards or max(2, int(ray.cluster_resources().get("CPU", 2)))
-        settings = frontier_settings(cfg)
         self._shard_class: Any = cast(Any, FrontierShardActor)  # .remote() is added by @ray.remote
         self._dedup_class: Any = cast(Any, DedupActor)
-        self.shards = [self._shard_class.remote(i, settings) for i in range(self.num_shards)]
+        self.shards = self._new_shards()
         self.dedup = self._new_dedup()
         # Fingerprints the seen-set took as new since the last checkpoint: enough to rebuild it exactly.
         self._dedup_log: list[bytes] = []
@@ -75,9 +76,13 @@ class Coordinator(Recovery):
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self.traps = TrapRules(max_path_depth=cfg.max_path_depth, max_repeated_segments=cfg.max_repeated_segments)
         self.writer = PagesWriter(out_dir)
+        self.metrics = CrawlMetrics(crawl_id_of(cfg, out_dir))
         self.stats = CrawlStats(started_at=time.time())
         self._stop_reason: str | None = None  # a budget ran out: what is queued ends as out_of_budget
         self._user_stop: str | None = None  # the operator stopped: checkpoint, and leave the rest queued
+        self._paused_all: str | None = None  # the operator paused the crawl: no new leases until resumed
+        self._incoming_seeds: list[str] = []  # seeds added while running, taken by the next round
+        self._host_counts: dict[str, int] = {}  # hosts ready / paused, from the last stats summary
         self._finished = False
         self._epoch = 1  # the id of the next checkpoint; WARC files carry it
         self._last_checkpoint = time.monotonic()  # when the last cut was taken
@@ -113,13 +118,30 @@ class Coordinator(Recovery):
             if self._user_stop is None:
                 self._user_stop = reason
 
+    def pause(self, reason: str = "paused by operator") -> None:
+        """No new leases; fetches under way finish. Queued URLs wait (the crawl does not end while paused)."""
+        with self._lock:
+            self._paused_all = reason
+
+    def resume(self) -> None:
+        with self._lock:
+            self._paused_all = None
+
+    def add_seeds(self, urls: Sequence[str]) -> None:
+        """Canonical URLs to crawl as seeds (depth 0); their hosts join a host- or domain-scoped crawl."""
+        with self._lock:
+            self._incoming_seeds.extend(urls)
+
     def _budget_stop(self, reason: str) -> None:
         if self._stop_reason is None:
             self._stop_reason = reason
 
     def status(self) -> dict[str, Any]:
         with self._lock:
-            return dict(self._status)
+            status = dict(self._status)
+            if self._paused_all and status.get("state") in ("starting", "running"):
+                status["state"] = "paused"  # at once, not only from the next round's status
+            return status
 
     def hosts(self) -> list[dict[str, Any]]:
         tables = ray.get([s.hosts.remote() for s in self.shards])
@@ -175,6 +197,13 @@ class Coordinator(Recovery):
     def _round_once(self) -> bool:
         started = time.time()
         self._check_limits(started)
+        with self._lock:
+            seeds, self._incoming_seeds = self._incoming_seeds, []
+            paused = self._paused_all
+        if seeds:
+            self.scope.add_seeds(seeds)
+            self.stats.seeds += len(seeds)
+            self._route_links([(url, 0, None, ()) for url in seeds])
         stopping = self._stop_reason or self._final_drain
         interval = self.cfg.checkpoint_interval
         # Quiesce early by as long as the last quiesce took, so that cuts are at most `interval` apart:
@@ -188,7 +217,7 @@ class Coordinator(Recovery):
             self._quiesce_started = time.monotonic()
         quiescing = self._checkpoint_due or self._user_stop is not None
         calls = self._shards_to_call(started, bool(stopping))
-        budget = self._lease_budget() if not (stopping or quiescing) else 0
+        budget = self._lease_budget() if not (stopping or quiescing or paused) else 0
         quotas = split_quota(budget, len(calls), self._rotation) if calls else []
         self._rotation += 1
         refs = [
@@ -294,10 +323,20 @@ class Coordinator(Recovery):
                     self.stats.outcomes[record["outcome"]] += 1
                     self.stats.statuses[str(result.status or result.error)] += 1
                     self.stats.bytes += result.size
+                    self.stats.fetch_nodes[result.node] += 1
                     links.extend(self._children(result))
             self._staged.extend(reply.leases)
         self.writer.write(records)
+        self._record_metrics(records)
         self._route_links(links)
+
+    def _record_metrics(self, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        outcomes = Counter(r["outcome"] for r in records)
+        size = sum(r["bytes"] for r in records)
+        latencies = [r["elapsed_ms"] / 1000 for r in records if r["status"] is not None and r["elapsed_ms"]]
+        self.metrics.record_round(outcomes, size, latencies)
 
     def _redirect_problem(self, result: FetchResult) -> tuple[str, str] | None:
         if not (result.outlinks and result.status is not None and 300 <= result.status < 400):
@@ -358,7 +397,7 @@ class Coordinator(Recovery):
     def _wake_at(self) -> float:
         """When the next round must start at the latest: a host coming due, or a staged task to launch."""
         wake = time.time() + MAX_IDLE_WAIT
-        if self._next_due is not None:
+        if self._next_due is not None and self._paused_all is None:
             wake = min(wake, self._next_due - self.cfg.lease_horizon)
         if self._staged:
             wake = min(wake, min(lease.not_before for lease in self._staged) - LAUNCH_SLACK)
@@ -470,6 +509,8 @@ class Coordinator(Recovery):
             "leased": self._leased,
             "tasks_in_flight": len(self._in_flight),
             "errors": s.outcomes["error"],
+            "hosts_ready": self._host_counts.get("hosts_ready", 0),
+            "hosts_paused": self._host_counts.get("hosts_paused_now", 0),
             "stop_reason": self._user_stop or self._stop_reason,
             "checkpoint_error": self._checkpoint_error,
             "checkpoints": len(self._checkpoints),
@@ -479,11 +520,15 @@ class Coordinator(Recovery):
         self.writer.flush()
         with self._lock:
             stopping = self._stop_reason or self._user_stop
-            self._status = self._progress("stopping" if stopping else "running")
+            state = "stopping" if stopping else "paused" if self._paused_all else "running"
+            self._status = self._progress(state)
         now = time.time()
         if now - self._last_stats >= STATS_EVERY:
             self._last_stats = now
-            write_stats(self.out_dir, self._summary())
+            summary = self._summary()
+            write_stats(self.out_dir, summary)
+            self.metrics.record_summary(summary, len(self._in_flight))
+            self._host_counts = {k: summary["frontier"].get(k, 0) for k in ("hosts_ready", "hosts_paused_now")}
 
     def _summary(self) -> dict[str, Any]:
         now = time.time()
@@ -546,3 +591,12 @@ class CoordinatorActor:
 
     def control_host(self, action: str, host: str, *args: Any) -> bool:
         return self._coordinator.control_host(action, host, *args)
+
+    def pause(self, reason: str = "paused by operator") -> None:
+        self._coordinator.pause(reason)
+
+    def resume(self) -> None:
+        self._coordinator.resume()
+
+    def add_seeds(self, urls: Sequence[str]) -> None:
+        self._coordinator.add_seeds(urls)

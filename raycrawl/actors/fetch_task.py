@@ -16,10 +16,16 @@ import ray
 from raycrawl.adapters.fetcher import FetchSettings, fetcher_for
 from raycrawl.core.records import FetchResult, Lease
 
+NODE_ID_CHARS = 12
+
 
 @ray.remote(max_retries=0)
 def fetch_batch(settings: FetchSettings, leases: list[Lease], epoch: int) -> Iterator[list[FetchResult]]:
-    yield from fetcher_for(settings).fetch_stream(leases, epoch)
+    node = ray.get_runtime_context().get_node_id()[:NODE_ID_CHARS]
+    for results in fetcher_for(settings).fetch_stream(leases, epoch):
+        for result in results:
+            result.node = node
+        yield results
 
 
 @ray.remote(max_retries=0)

@@ -17,6 +17,7 @@ from ray.exceptions import RayActorError, RayError
 
 from raycrawl.actors import checkpoints
 from raycrawl.actors.dedup import pack_fingerprints
+from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.settings import frontier_settings
 from raycrawl.adapters.output import PagesWriter, rewind
 from raycrawl.adapters.snapshots import SnapshotStore, StoreUnavailable
@@ -39,6 +40,7 @@ class Recovery:
     dedup: Any
     writer: PagesWriter
     stats: CrawlStats
+    metrics: CrawlMetrics
     _shard_class: Any
     _dedup_class: Any
     _dedup_log: list[bytes]
@@ -62,6 +64,12 @@ class Recovery:
         raise NotImplementedError
 
     # --- the seen-set, and its recovery -----------------------------------------------------------------
+
+    def _new_shards(self) -> list[Any]:
+        # Spread over the nodes: a shard is light, but a node lost takes fewer shards (and their rollback) with it.
+        spread = self._shard_class.options(scheduling_strategy="SPREAD")
+        settings = frontier_settings(self.cfg)
+        return [spread.remote(i, settings) for i in range(self.num_shards)]
 
     def _new_dedup(self) -> Any:
         return self._dedup_class.remote(self.cfg.dedup, self.cfg.bloom_capacity, self.cfg.bloom_error_rate)
@@ -118,6 +126,7 @@ class Recovery:
         self._checkpoint_error = None
         self._dedup_log = []  # the checkpoint holds all of it now
         self._checkpoints.append({"id": self._epoch, **taken})
+        self.metrics.record_checkpoint(float(taken["seconds"]))
         self._epoch += 1
 
     def _roll_back(self) -> None:
@@ -141,8 +150,7 @@ class Recovery:
                     continue
         for actor in [*self.shards, self.dedup]:
             ray.kill(actor)
-        settings = frontier_settings(self.cfg)
-        self.shards = [self._shard_class.remote(i, settings) for i in range(self.num_shards)]
+        self.shards = self._new_shards()
         self.dedup = self._new_dedup()
         self._in_flight, self._staged, self._dedup_log = {}, [], []
         self._acks = [[] for _ in self.shards]

@@ -76,6 +76,7 @@ class FetchResult:
     body: bytes | None = None  # only for robots.txt leases
     retry_at: float | None = None  # Retry-After, as an absolute wall-clock time
     truncated: bool = False  # the body was larger than max_body_bytes: reading stopped there
+    node: str = ""  # the Ray node that fetched it (a short id), for stats
 
 
 @dataclass(slots=True, frozen=True)

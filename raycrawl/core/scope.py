@@ -42,10 +42,17 @@ class ScopePolicy:
     ) -> None:
         self.kind = kind
         seeds = list(seed_urls)
-        self._hosts = frozenset(host_key(u) for u in seeds)
-        self._domains = frozenset(registered_domain(hostname(host_key(u))) for u in seeds)
+        self._hosts: set[str] = set()
+        self._domains: set[str] = set()
+        self.add_seeds(seeds)
         self._allow = [re.compile(p) for p in allow]
         self._deny = [re.compile(p) for p in deny]
+
+    def add_seeds(self, seed_urls: Iterable[str]) -> None:
+        """Seeds added later widen a host or domain scope to their hosts too."""
+        for url in seed_urls:
+            self._hosts.add(host_key(url))
+            self._domains.add(registered_domain(hostname(host_key(url))))
 
     def allows(self, canonical_url: str) -> bool:
         if self.kind == "host":

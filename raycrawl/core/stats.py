@@ -20,6 +20,7 @@ class CrawlStats:
     robots_fetches: int = 0
     seeds: int = 0
     peak_tasks_in_flight: int = 0
+    fetch_nodes: Counter[str] = field(default_factory=Counter)  # URLs fetched per Ray node
 
     @property
     def pages_fetched(self) -> int:
@@ -36,6 +37,7 @@ class CrawlStats:
             "statuses": dict(self.statuses),
             "dropped": dict(self.dropped),
             "events": dict(self.events),
+            "fetch_nodes": dict(self.fetch_nodes),
             "bytes": self.bytes,
             "tasks": self.tasks,
             "task_urls": self.task_urls,
@@ -50,6 +52,7 @@ class CrawlStats:
         stats = cls(started_at=now - d["elapsed"])
         for name in ("outcomes", "statuses", "dropped", "events"):
             getattr(stats, name).update(d[name])
+        stats.fetch_nodes.update(d.get("fetch_nodes", {}))
         for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds", "peak_tasks_in_flight"):
             setattr(stats, name, d[name])
         return stats
@@ -71,6 +74,7 @@ class CrawlStats:
             "urls_per_task": round(self.task_urls / self.tasks, 2) if self.tasks else 0.0,
             "robots_fetches": self.robots_fetches,
             "dropped_links": dict(self.dropped),
+            "fetch_nodes": dict(self.fetch_nodes),
             "events": dict(self.events),
             "seeds": self.seeds,
             "peak_tasks_in_flight": self.peak_tasks_in_flight,

@@ -1,0 +1,86 @@
+"""The crawl's metrics through ``ray.util.metrics``: Ray exports them from each node's metrics agent in
+Prometheus format (``ray start --metrics-export-port``), so they reach Prometheus and the Ray dashboard.
+
+Recorded by the coordinator only, in batches (once per round, or per stats interval for the gauges): the
+hot path never calls a metric once per URL. Every metric carries a ``crawl`` tag (the crawl id).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from ray.util.metrics import Counter as RayCounter
+from ray.util.metrics import Gauge, Histogram
+
+LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]
+CHECKPOINT_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 60.0]
+HOST_DELAY_ROWS = 20  # per-host delay gauges for the busiest hosts only (a tag per host would not scale)
+
+
+class CrawlMetrics:
+    def __init__(self, crawl_id: str) -> None:
+        tags = {"crawl": crawl_id}
+        self.pages = RayCounter("raycrawl_pages", "URLs that ended, by outcome", tag_keys=("crawl", "outcome"))
+        self.bytes = RayCounter("raycrawl_bytes", "decoded body bytes fetched", tag_keys=("crawl",))
+        self.latency = Histogram(
+            "raycrawl_fetch_latency_seconds",
+            "request sent to response headers",
+            boundaries=LATENCY_BUCKETS,
+            tag_keys=("crawl",),
+        )
+        self.checkpoint = Histogram(
+            "raycrawl_checkpoint_seconds", "time to take a checkpoint", CHECKPOINT_BUCKETS, tag_keys=("crawl",)
+        )
+        gauge_names = {
+            "frontier_depth": "URLs queued in the frontier",
+            "in_flight": "URLs leased to fetch tasks",
+            "tasks_in_flight": "fetch tasks running",
+            "hosts": "hosts known to the frontier",
+            "hosts_ready": "hosts that may be fetched now",
+            "hosts_waiting": "hosts not ready now: waiting for their politeness clock or robots.txt, or idle",
+            "hosts_paused": "hosts paused (403/451 streak or operator)",
+            "lease_expiries": "leases that expired before an answer (total)",
+            "dedup_hit_ratio": "share of dedup checks that found the URL already seen",
+            "pages_per_second": "pages fetched per second since the start",
+        }
+        self.gauges = {
+            name: Gauge(f"raycrawl_{name}", text, tag_keys=("crawl",)) for name, text in gauge_names.items()
+        }
+        self.host_delay = Gauge("raycrawl_host_delay_seconds", "a host's current delay", tag_keys=("crawl", "host"))
+        for metric in (self.pages, self.bytes, self.latency, self.checkpoint, self.host_delay, *self.gauges.values()):
+            metric.set_default_tags(tags)
+
+    def record_round(self, outcomes: Counter[str], size: int, latencies: Iterable[float]) -> None:
+        for outcome, n in outcomes.items():
+            if n:
+                self.pages.inc(n, {"outcome": outcome})
+        if size:
+            self.bytes.inc(size)
+        for seconds in latencies:
+            self.latency.observe(seconds)
+
+    def record_checkpoint(self, seconds: float) -> None:
+        self.checkpoint.observe(seconds)
+
+    def record_summary(self, summary: dict[str, Any], tasks_in_flight: int) -> None:
+        """Gauges from the periodic stats summary (every few seconds)."""
+        frontier = summary.get("frontier", {})
+        dedup = summary.get("dedup", {})
+        values = {
+            "frontier_depth": frontier.get("queued", 0),
+            "in_flight": frontier.get("leased", 0),
+            "tasks_in_flight": tasks_in_flight,
+            "hosts": frontier.get("hosts", 0),
+            "hosts_ready": frontier.get("hosts_ready", 0),
+            "hosts_waiting": max(0, frontier.get("hosts", 0) - frontier.get("hosts_ready", 0)),
+            "hosts_paused": frontier.get("hosts_paused_now", 0),
+            "lease_expiries": frontier.get("lease_expiries", 0),
+            "dedup_hit_ratio": dedup.get("hits", 0) / dedup["checks"] if dedup.get("checks") else 0.0,
+            "pages_per_second": summary.get("pages_per_s", 0.0),
+        }
+        for name, value in values.items():
+            self.gauges[name].set(float(value))
+        for row in summary.get("hosts", [])[:HOST_DELAY_ROWS]:
+            self.host_delay.set(float(row["delay"]), {"host": row["host"]})

@@ -1,0 +1,120 @@
+"""Live progress, shaped for where the crawl runs:
+
+- a Ray job (``ray job submit``): a ``tqdm_ray`` bar, which Ray's driver-side bar manager renders without
+  tearing the job's log (it also routes ``print`` around the bar), plus a plain line every ``LOG_EVERY`` s;
+- a Jupyter notebook: ``tqdm.auto`` (a widget bar when ipywidgets is there, text otherwise);
+- a terminal: a ``tqdm`` bar on stderr;
+- anything else (output piped to a file): a plain line every ``LOG_EVERY`` s, never a carriage return.
+
+All show pages and pages/s, queued, in flight, hosts ready and paused, and errors; ``--quiet`` shows nothing.
+Warnings (a checkpoint that failed) are printed above the bar, once each.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+LOG_EVERY = 10.0
+RAY_JOB_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray for every job driver (job_supervisor.py)
+
+
+def in_notebook() -> bool:
+    ipython = sys.modules.get("IPython")  # loaded already in any Jupyter kernel; never imported here
+    shell = ipython.get_ipython() if ipython is not None else None
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def in_ray_job() -> bool:
+    return RAY_JOB_ENV in os.environ
+
+
+def describe(status: dict[str, Any]) -> dict[str, Any]:
+    """The numbers a bar shows as its postfix."""
+    return {
+        "pages/s": status.get("pages_per_s", 0),
+        "queued": status.get("queued", 0),
+        "in flight": status.get("leased", 0),
+        "hosts ready": status.get("hosts_ready", 0),
+        "paused": status.get("hosts_paused", 0),
+        "errors": status.get("errors", 0),
+    }
+
+
+def status_line(status: dict[str, Any]) -> str:
+    parts = "  ".join(f"{k} {v}" for k, v in describe(status).items())
+    head = f"raycrawl: [{status.get('elapsed_s', 0):.0f}s] {status.get('state', '')}"
+    return f"{head}: pages {status.get('pages', 0)}  {parts}"
+
+
+class Progress:
+    """Called with each status() dict while a crawl runs; close() at the end."""
+
+    def __init__(self, quiet: bool = False, total: int | None = None) -> None:
+        self.quiet = quiet
+        self.total = total
+        self._bar: Any = None
+        self._mode = "quiet" if quiet else self._choose_mode()
+        self._last_line = 0.0
+        self._warned: str | None = None
+
+    @staticmethod
+    def _choose_mode() -> str:
+        if in_ray_job():
+            return "ray"
+        if in_notebook():
+            return "notebook"
+        return "terminal" if sys.stderr.isatty() else "lines"
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    def _open(self) -> Any:
+        if self._mode == "ray":
+            from ray.experimental.tqdm_ray import tqdm as ray_tqdm
+
+            return ray_tqdm(desc="raycrawl", total=self.total, unit="pages")
+        if self._mode == "notebook":
+            from tqdm.auto import tqdm as auto_tqdm
+
+            return auto_tqdm(desc="raycrawl", total=self.total, unit="pages")
+        from tqdm import tqdm as term_tqdm
+
+        return term_tqdm(desc="raycrawl", total=self.total, unit="pages", file=sys.stderr, dynamic_ncols=True)
+
+    def warn(self, message: str) -> None:
+        if self._bar is not None and self._mode != "ray":
+            self._bar.write(f"raycrawl: warning: {message}", file=sys.stderr)
+        else:
+            print(f"raycrawl: warning: {message}", file=sys.stderr, flush=True)
+
+    def __call__(self, status: dict[str, Any]) -> None:
+        warning = status.get("checkpoint_error")
+        if warning and warning != self._warned:
+            self.warn(str(warning))
+        self._warned = warning
+        if self._mode == "quiet" or status.get("state") == "starting":
+            return
+        now = time.monotonic()
+        if self._mode in ("lines", "ray") and now - self._last_line >= LOG_EVERY:
+            self._last_line = now
+            print(status_line(status), file=sys.stderr if self._mode == "lines" else sys.stdout, flush=True)
+        if self._mode == "lines":
+            return
+        if self._bar is None:
+            self._bar = self._open()
+        pages = int(status.get("pages", 0))
+        if self._mode == "ray":
+            self._bar.update(pages - self._bar.n)  # tqdm_ray has no postfix: the log line carries the rest
+        else:
+            self._bar.n = pages
+            self._bar.set_postfix(describe(status), refresh=False)
+            self._bar.refresh()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

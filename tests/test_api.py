@@ -1,0 +1,48 @@
+"""The notebook API on a running crawl: pause/resume, add_seeds, hosts() as a table, results() as a Dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import assert_each_url_once, local_config, page_requests, wait_until
+
+from raycrawl.api import Crawl
+from raycrawl.testing import TestWeb, WebSpec
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+
+
+def test_pause_add_seeds_resume_and_analyse(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=4, pages_per_host=60, page_bytes=200, cross_host_links=0.0)
+    with TestWeb(spec) as web:
+        seeds = web.graph.seeds()
+        crawl = Crawl(local_config(seeds=(seeds[0],), out=str(tmp_path), delay=0.05)).start()
+        wait_until(lambda: crawl.status().get("pages", 0) >= 10, 120, "10 pages")
+        crawl.pause()
+        wait_until(lambda: crawl.status().get("state") == "paused", 30, "the paused state")
+        wait_until(lambda: crawl.status().get("leased") == 0, 30, "in-flight fetches to finish")
+        seen = len(web.requests())
+        # The crawl keeps running rounds while paused; after several status refreshes nothing more was sent.
+        elapsed = crawl.status()["elapsed_s"]
+        wait_until(lambda: crawl.status()["elapsed_s"] >= elapsed + 1.0, 30, "one more second of crawl time")
+        assert len(web.requests()) == seen and not crawl.done()
+        assert crawl.add_seeds([*seeds[1:], seeds[1]]) == len(seeds) - 1  # duplicates collapse
+        with pytest.raises(ValueError, match="not http"):
+            crawl.add_seeds(["ftp://u:secret@a.test/"])
+        crawl.resume()
+        summary = crawl.wait(timeout=300)
+        hosts = crawl.hosts()
+        dataset = crawl.results()
+        records = crawl.records()
+        requests = web.requests()
+    reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
+    assert_each_url_once(records)
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)  # added hosts joined the scope
+    assert len(page_requests(requests)) == len(reachable)
+    assert summary["seeds"] == len(seeds)
+    assert set(hosts.index) == {web.graph.netloc(h) for h in range(spec.hosts)}
+    assert {"queued", "delay", "delay_reason", "robots", "paused"} <= set(hosts.columns)
+    frame = dataset.to_pandas()
+    assert dataset.count() == len(records) and set(frame["url"]) == {r["url"] for r in records}
+    assert (frame["outcome"] == "fetched").sum() == len(reachable)
