@@ -125,8 +125,13 @@ def test_the_hostile_web_is_bounded_counted_and_never_fatal(tmp_path: Path) -> N
         with TestWeb(spec) as web:
             allow = [arg for h in range(spec.hosts) for arg in ("--allow-network", f"{web.graph.ip(h)}/32")]
             out = tmp_path / "out"
+            # Every page of the ordinary hosts is a seed, so each always has a URL waiting: a gap in its requests
+            # is then the crawler's stall, never a host waiting for its next link to be discovered.
+            seeds = tmp_path / "seeds.txt"
+            pages = [web.graph.url(h, p) for h in range(1, spec.hosts) for p in range(spec.pages_per_host)]
+            seeds.write_text("\n".join(pages) + "\n")
             args = [
-                sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(),
+                sys.executable, "-m", "raycrawl.cli", "crawl", web.graph.seeds()[0], "--seeds-file", str(seeds),
                 "--out", str(out), "--scope", "any", "--deny", "/outofscope/", "--delay", str(DELAY),
                 "--fetch-deadline", str(DEADLINE), "--backoff-base", "0.5", "--max-backoff", "2",
                 "--shards", "2", "--quiet", *allow,

@@ -27,6 +27,8 @@ from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
 from raycrawl.core.urls import host_key
 
+ROLLBACK_ATTEMPTS = 5
+
 
 class Recovery:
     """Mixed into the Coordinator: the state it touches is declared here, owned there."""
@@ -148,6 +150,19 @@ class Recovery:
                     pass
                 else:
                     continue
+        for attempt in range(ROLLBACK_ATTEMPTS):
+            try:
+                self._recreate_and_restore(rollbacks)
+                break
+            except RayActorError:
+                # A new actor placed on a node that is dying (Ray notices a lost node only after missed
+                # heartbeats) dies too: let Ray catch up, then place them again. Each try starts from scratch.
+                if attempt == ROLLBACK_ATTEMPTS - 1:
+                    raise
+                time.sleep(min(2.0**attempt, 10.0))
+        self.stats.events["rollbacks"] = rollbacks
+
+    def _recreate_and_restore(self, rollbacks: int) -> None:
         for actor in [*self.shards, self.dedup]:
             ray.kill(actor)
         self.shards = self._new_shards()
