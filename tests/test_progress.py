@@ -1,0 +1,37 @@
+"""Progress output by where the crawl runs: lines when stderr is not a terminal, nothing with --quiet."""
+
+from __future__ import annotations
+
+import pytest
+
+from raycrawl.progress import RAY_JOB_ENV, Progress
+
+STATUS = {"state": "running", "elapsed_s": 3.0, "pages": 42, "pages_per_s": 14.0, "queued": 7, "leased": 2,
+          "hosts_ready": 3, "hosts_paused": 1, "errors": 0}  # fmt: skip
+
+
+def test_lines_when_not_a_terminal_and_nothing_when_quiet(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = Progress(quiet=False)
+    assert progress.mode == "lines"  # pytest's captured stderr is not a TTY
+    progress(STATUS)
+    progress(STATUS)  # within LOG_EVERY: no second line
+    progress.close()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\r" not in err
+    assert "pages 42" in err and "queued 7" in err and "hosts ready 3" in err and "paused 1" in err
+    quiet = Progress(quiet=True)
+    quiet(STATUS)
+    quiet.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_a_failed_checkpoint_is_warned_once(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = Progress(quiet=True)
+    for _ in range(3):
+        progress({**STATUS, "checkpoint_error": "checkpoint 3 failed, will retry: Redis unavailable"})
+    assert capsys.readouterr().err.count("warning: checkpoint 3 failed") == 1
+
+
+def test_inside_a_ray_job_the_mode_is_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(RAY_JOB_ENV, "{}")
+    assert Progress(quiet=False).mode == "ray"
