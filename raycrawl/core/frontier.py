@@ -510,9 +510,9 @@ class FrontierShard:
                 "requests",
                 "fetched",
                 "errors",
-                "admitted",
             ):
-                setattr(hs, name, h.get(name, 0))
+                setattr(hs, name, h[name])
+            hs.admitted = h.get("admitted", 0)  # (checkpoints from before the per-host page budget have none)
             hs.robots = RobotsRules.from_dict(h["robots"]) if h["robots"] else None
             hs.closed = (h["closed"][0], h["closed"][1]) if h["closed"] else None
             hs.recompute_delay(self.settings.policy)

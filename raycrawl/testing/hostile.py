@@ -74,7 +74,7 @@ async def _huge() -> AsyncIterator[bytes]:
         yield chunk
 
 
-def index_links(self_netloc: str, canary: str) -> list[str]:
+def index_links(canary: str) -> list[str]:
     links = [
         "/trap/deep/0/",
         "/trap/repeat/a/",
@@ -118,7 +118,7 @@ def route(path: str, self_netloc: str, canary: str) -> Response:
     if p == "/robots.txt":
         return 200, [("Content-Type", "text/plain")], ROBOTS
     if p == "/":
-        return 200, [HTML], _page(index_links(self_netloc, canary), "hostile index")
+        return 200, [HTML], _page(index_links(canary), "hostile index")
     if p.startswith("/trap/deep/"):
         depth = p.rstrip("/").count("/")
         return 200, [HTML], _page([f"{depth}/"])  # one level deeper, forever
