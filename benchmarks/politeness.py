@@ -18,6 +18,7 @@ import ray
 
 from raycrawl.api import Crawl
 from raycrawl.config import CrawlConfig
+from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
 
@@ -38,6 +39,7 @@ def main() -> None:
         log_to_driver=False,
         logging_level="WARNING",
         _node_ip_address="127.0.0.1",  # keep Ray itself on loopback too
+        _system_config=dict(RAY_SYSTEM_CONFIG),  # as `raycrawl crawl` starts its own Ray
     )
     spec = WebSpec(hosts=args.hosts, pages_per_host=args.pages, page_bytes=500, private_links=False)
     with TestWeb(spec) as web, tempfile.TemporaryDirectory() as out:

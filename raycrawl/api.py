@@ -19,6 +19,7 @@ from raycrawl.adapters.output import PAGES_FILE, STATS_FILE, read_pages
 from raycrawl.config import CrawlConfig
 from raycrawl.core.urls import canonicalize, redact_credentials
 from raycrawl.errors import ConfigError, SeedError, ServiceError
+from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -107,6 +108,7 @@ def ensure_ray(address: str | None) -> None:
     if address is None and not os.environ.get("RAY_ADDRESS"):
         # A Ray of our own: keep it on loopback (anyone who reaches Ray's ports can run code).
         options["_node_ip_address"] = "127.0.0.1"
+        options["_system_config"] = dict(RAY_SYSTEM_CONFIG)
     try:
         ray.init(
             address=address,

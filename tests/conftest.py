@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
+
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # Ray takes "this node's address" to be the one of the default route (it asks the kernel which interface would
 # reach 8.8.8.8) and swaps it in for 127.0.0.1 when a driver joins a cluster. Tests must touch loopback only:
@@ -77,6 +79,7 @@ def ray_local() -> Iterator[None]:
         logging_level="WARNING",
         log_to_driver=False,
         _node_ip_address="127.0.0.1",  # tests touch loopback only, Ray included
+        _system_config=dict(RAY_SYSTEM_CONFIG),  # as `raycrawl crawl` starts its own Ray
     )
     try:
         yield

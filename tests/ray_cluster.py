@@ -12,6 +12,7 @@ from pathlib import Path
 
 from conftest import wait_until
 
+from raycrawl.ray_tuning import ray_start_environment
 from raycrawl.testing import free_port
 
 
@@ -22,6 +23,7 @@ class RayHead:
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN": secrets.token_hex(32),
             "RAY_USAGE_STATS_ENABLED": "0",
+            **ray_start_environment(),  # as the README's `ray start` has it
         }
         self.address = ""
         self.session = ""

@@ -16,6 +16,7 @@ from conftest import assert_each_url_once, local_config, wait_until, warc_page_r
 from ray.cluster_utils import Cluster
 
 from raycrawl.api import Crawl
+from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 from raycrawl.testing import TestWeb, WebSpec, free_port
 from raycrawl.testing.process import gaps_by_host
 
@@ -33,6 +34,7 @@ def three_nodes() -> Iterator[tuple[Cluster, list[Any], int]]:
             "include_dashboard": False,
             "metrics_export_port": metrics_port,
             "gcs_server_port": free_port(),  # (6379, Ray's default, may be a Redis)
+            "_system_config": dict(RAY_SYSTEM_CONFIG),
         },
     )
     workers = [cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1") for _ in range(2)]

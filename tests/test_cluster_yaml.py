@@ -48,3 +48,9 @@ def test_cluster_resources_agree_with_what_tasks_and_actors_request() -> None:
     # Every node installs raycrawl; the head runs Redis for checkpoints, reachable from the other nodes.
     assert any("pip install" in c and "raycrawl" in c for c in config["setup_commands"])
     assert any("redis-server" in c for c in config["head_setup_commands"])
+    # Every node keeps idle fetch workers as the Ray raycrawl starts itself does (no new process mid-crawl).
+    from raycrawl.ray_tuning import ray_start_environment
+
+    starts = config["head_start_ray_commands"] + config["worker_start_ray_commands"]
+    for name, value in ray_start_environment().items():
+        assert sum(f"{name}={value} ray start" in c for c in starts) == 2, name

@@ -15,9 +15,7 @@ def test_quickstart_notebook_executes_and_plots(tmp_path: Path) -> None:
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
-    text = "\n".join(
-        str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs
-    )
+    text = "\n".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
     assert "while paused: paused" in text
     assert "frontier exhausted" in text
     assert "fetched" in text  # the outcome counts from the Ray Dataset

@@ -45,9 +45,7 @@ class CrawlMetrics:
             "dedup_hit_ratio": "share of dedup checks that found the URL already seen",
             "pages_per_second": "pages fetched per second since the start",
         }
-        self.gauges = {
-            name: Gauge(f"raycrawl_{name}", text, tag_keys=("crawl",)) for name, text in gauge_names.items()
-        }
+        self.gauges = {name: Gauge(f"raycrawl_{name}", text, tag_keys=("crawl",)) for name, text in gauge_names.items()}
         self.host_delay = Gauge("raycrawl_host_delay_seconds", "a host's current delay", tag_keys=("crawl", "host"))
         for metric in (self.pages, self.bytes, self.latency, self.checkpoint, self.host_delay, *self.gauges.values()):
             metric.set_default_tags(tags)

@@ -41,6 +41,7 @@ def by_depth(entry: UrlEntry) -> float:
     """Default priority: shallower pages first (breadth-first per host), then first come first served."""
     return float(entry.depth)
 
+
 HOST_BUDGET = "max_pages_per_host"  # the detail of URLs a host's page budget turned away
 
 

@@ -1,0 +1,20 @@
+"""Ray settings a crawl relies on, for a Ray that raycrawl starts itself and for ``ray start`` (as environment).
+
+Ray ends a task worker process that has been idle for a second once a node has more workers than CPUs, and
+starts a new one when the next task needs it. Fetch tasks are short and many (several per CPU, since fetching
+is mostly waiting), so a pause of a second in one task slot -- a slow server holding a task for its deadline --
+made Ray end a worker and, moments later, start another: about a second of CPU for a new Python process that
+imports Ray and raycrawl, during which every host on a small node missed its slots. Idle fetch workers are kept
+for a few minutes instead; they cost memory only, and Ray still ends them when the job ends.
+"""
+
+from __future__ import annotations
+
+IDLE_WORKER_KEEP_MS = 300_000
+
+RAY_SYSTEM_CONFIG: dict[str, int] = {"idle_worker_killing_time_threshold_ms": IDLE_WORKER_KEEP_MS}
+
+
+def ray_start_environment() -> dict[str, str]:
+    """The same settings as environment variables, for ``ray start`` (Ray reads ``RAY_<name>``)."""
+    return {f"RAY_{name}": str(value) for name, value in RAY_SYSTEM_CONFIG.items()}
