@@ -33,7 +33,12 @@ def best_rate(work: Callable[[], int], runs: int = 3) -> float:
     return max(rates)
 
 
-def frontier_push_lease(n: int = 200_000, hosts: int = 500) -> int:
+def frontier_rates(n: int = 200_000, hosts: int = 500) -> tuple[float, float]:
+    """URLs per second through one shard: (push + lease, push + lease + ack).
+
+    The full cycle of a URL through a shard is push, lease, ack; the issue's target names push + lease, so
+    both are timed (the acks are made outside either clock; the URLs before it, as the coordinator makes them).
+    """
     now = [1000.0]
     shard = FrontierShard(0, FrontierSettings(policy=DelayPolicy(delay=0.0, delay_factor=0.0)), clock=lambda: now[0])
     entries = [UrlEntry(f"http://h{i % hosts}.test/p/{i}", 1) for i in range(n)]
@@ -41,16 +46,22 @@ def frontier_push_lease(n: int = 200_000, hosts: int = 500) -> int:
         shard.push([entries[h]])
     for lease in shard.lease(hosts):
         shard.ack([Ack(lease.lease_id, 404, now[0], 0.0, False)])
+    started = time.perf_counter()
     shard.push(entries[hosts:])
+    push_lease = time.perf_counter() - started
+    acking = 0.0
     leased = 0
     while leased < n - hosts:
         now[0] += 0.001
+        started = time.perf_counter()
         batch = shard.lease(512)
-        if not batch:
-            continue
-        shard.ack([Ack(lease.lease_id, 200, now[0], 0.0, False) for lease in batch])
+        push_lease += time.perf_counter() - started
+        acks = [Ack(lease.lease_id, 200, now[0], 0.0, False) for lease in batch]
+        started = time.perf_counter()
+        shard.ack(acks)
+        acking += time.perf_counter() - started
         leased += len(batch)
-    return n
+    return leased / push_lease, leased / (push_lease + acking)
 
 
 def seen_checks(seen_factory: Callable[[], ExactSeenSet | BloomSeenSet], n: int = 500_000) -> int:
@@ -114,8 +125,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ray", action="store_true", help="also measure the dedup actor through Ray")
     args = parser.parse_args()
+    frontier = [frontier_rates() for _ in range(5)]
     rows = [
-        ("FrontierShard push+lease+ack", best_rate(frontier_push_lease), "URLs/s", ">= 200,000"),
+        ("FrontierShard push+lease", max(r[0] for r in frontier), "URLs/s", ">= 200,000"),
+        ("FrontierShard push+lease+ack", max(r[1] for r in frontier), "URLs/s", ""),
         ("exact seen-set checks", best_rate(lambda: seen_checks(ExactSeenSet)), "/s", ">= 500,000"),
         ("bloom seen-set checks", best_rate(lambda: seen_checks(lambda: BloomSeenSet(2_000_000, 0.001))), "/s", ""),
         ("canonicalize", best_rate(canonicalisation), "URLs/s", ""),

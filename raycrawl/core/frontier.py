@@ -65,7 +65,7 @@ class FrontierSettings:
 class _Leased:
     lease: Lease
     entry: UrlEntry | None  # None for robots.txt leases
-    expires_at: float
+    host: HostState
 
 
 @dataclass(slots=True)
@@ -104,10 +104,10 @@ class FrontierShard:
         self._hosts: dict[str, HostState] = {}
         self._ready: list[tuple[float, int, str]] = []  # (due, token, host): the ready-heap
         self._leases: dict[int, _Leased] = {}
+        self._expiry_check_at = float("inf")  # no lease can expire before this: expire() skips its scan until then
         self._terminals: list[Terminal] = []
         self._paused: set[str] = set()  # hosts with a pause reason: few, so their queues can be summed often
         self._next_lease_id = 1
-        self._seq = 0
         self._queued = 0
         self.counters: Counter[str] = Counter()
 
@@ -142,13 +142,15 @@ class FrontierShard:
 
     def push(self, entries: Iterable[UrlEntry]) -> None:
         s = self.settings
+        hosts, score = self._hosts, self._score
         touched: dict[str, HostState] = {}
         for entry in entries:
-            hs = self._host(entry.url)
+            hs = hosts.get(host_key(entry.url)) or self._host(entry.url)
             if hs.closed is not None:
                 self._end(entry, hs.closed[0], hs.closed[1])
                 continue
-            if hs.robots is not None and not hs.robots.unreachable and not hs.robots.allows(entry.url, s.ua_token):
+            robots = hs.robots  # (unreachable rules are not applied: robots.txt is asked for again first)
+            if robots is not None and robots.verdict == "parsed" and not robots.allows(entry.url, s.ua_token):
                 self.counters["robots_denied"] += 1
                 self._end(entry, "robots_denied", "disallowed by robots.txt")
                 continue
@@ -164,7 +166,8 @@ class FrontierShard:
                 self.counters["shed_frontier_full"] += 1
                 self._end(entry, "out_of_budget", "frontier full")
                 continue
-            self._enqueue(hs, entry)
+            hs.queue.push(score(entry), entry)  # (what _enqueue does, inline: this loop runs for every URL)
+            self._queued += 1
             hs.admitted += 1
             touched[hs.key] = hs
         for hs in touched.values():
@@ -180,8 +183,7 @@ class FrontierShard:
         return hs
 
     def _enqueue(self, hs: HostState, entry: UrlEntry) -> None:
-        self._seq += 1
-        hs.enqueue(self._score(entry), self._seq, entry)
+        hs.queue.push(self._score(entry), entry)
         self._queued += 1
 
     def _end(self, entry: UrlEntry, outcome: Outcome, detail: str) -> None:
@@ -193,16 +195,17 @@ class FrontierShard:
         """(Re)insert the host in the ready-heap if it could take a lease; older heap entries become stale."""
         hs.heap_token += 1
         if (
-            not hs.queue
+            hs.in_flight >= self.settings.per_host_concurrency
             or hs.robots_leased  # pages wait for the robots.txt answer
             or hs.closed is not None
             or hs.paused is not None
-            or hs.in_flight >= self.settings.per_host_concurrency
+            or not hs.queue
         ):
             return
         due = hs.due()
-        if hs.robots is not None and hs.robots.unreachable:
-            due = max(due, hs.robots.expires_at)  # when robots.txt is asked for again
+        robots = hs.robots
+        if robots is not None and robots.verdict == "unreachable" and robots.expires_at > due:
+            due = robots.expires_at  # when robots.txt is asked for again
         heapq.heappush(self._ready, (due, hs.heap_token, hs.key))
 
     # --- lease ---------------------------------------------------------------------------------------
@@ -212,52 +215,54 @@ class FrontierShard:
         self.expire(now)
         limit = now + horizon
         out: list[Lease] = []
-        while self._ready and len(out) < max_urls:
-            due, token, key = self._ready[0]
-            hs = self._hosts[key]
+        ready, hosts = self._ready, self._hosts
+        concurrency = self.settings.per_host_concurrency
+        while ready and len(out) < max_urls:
+            due, token, key = ready[0]
+            hs = hosts[key]
             if hs.heap_token != token:
-                heapq.heappop(self._ready)
+                heapq.heappop(ready)
                 continue
             if due > limit:
                 break
-            heapq.heappop(self._ready)
+            heapq.heappop(ready)
             hs.heap_token += 1
-            not_before = max(now, hs.due())
+            host_due = hs.due()
+            not_before = host_due if host_due > now else now
             robots = hs.robots
             # Decided at the time the request will be sent: a lease may be handed out up to `horizon` early.
-            if robots is None or robots.unreachable or robots.expires_at <= not_before:
-                if robots is not None and robots.unreachable:
-                    not_before = max(not_before, robots.expires_at)
-                lease = self._new_lease(hs.origin + "/robots.txt", "robots", not_before, None)
-                hs.robots_leased = True
-            else:
-                entry = hs.pop()
+            if robots is not None and robots.verdict != "unreachable" and robots.expires_at > not_before:
+                entry = hs.queue.pop()
                 self._queued -= 1
-                lease = self._new_lease(entry.url, "page", not_before, entry)
+                lease = self._new_lease(hs, entry.url, "page", not_before, entry)
+            else:  # robots.txt first: none yet, expired by then, or unreachable (asked again once it expires)
+                if robots is not None and robots.expires_at > not_before:
+                    not_before = robots.expires_at
+                lease = self._new_lease(hs, hs.origin + "/robots.txt", "robots", not_before, None)
+                hs.robots_leased = True
             hs.in_flight += 1
             # Provisional: the real next slot is set on ack from when the server answered.
             hs.next_allowed = not_before + hs.delay
             out.append(lease)
-            self._schedule(hs)
+            if hs.in_flight < concurrency:  # (otherwise an ack puts the host back in the ready-heap)
+                self._schedule(hs)
         self.counters["leased"] += len(out)
         return out
 
-    def _new_lease(self, url: str, kind: Any, not_before: float, entry: UrlEntry | None) -> Lease:
+    def _new_lease(self, hs: HostState, url: str, kind: Any, not_before: float, entry: UrlEntry | None) -> Lease:
         lease_id = self._next_lease_id
         self._next_lease_id += 1
-        lease = Lease(
-            lease_id=lease_id,
-            shard=self.shard_id,
-            url=url,
-            kind=kind,
-            not_before=not_before,
-            expires_at=not_before + self.settings.lease_ttl,
-            depth=entry.depth if entry else 0,
-            parent=entry.parent if entry else None,
-            attempts=entry.attempts if entry else 0,
-            redirects=entry.redirects if entry else (),
-        )
-        self._leases[lease_id] = _Leased(lease, entry, lease.expires_at)
+        expires_at = not_before + self.settings.lease_ttl
+        if entry is None:
+            lease = Lease(lease_id, self.shard_id, url, kind, not_before, expires_at)
+        else:
+            lease = Lease(
+                lease_id, self.shard_id, url, kind, not_before, expires_at,
+                entry.depth, entry.parent, entry.attempts, entry.redirects,
+            )  # fmt: skip
+        self._leases[lease_id] = _Leased(lease, entry, hs)
+        if expires_at < self._expiry_check_at:
+            self._expiry_check_at = expires_at
         return lease
 
     # --- ack / release / expire ----------------------------------------------------------------------
@@ -273,7 +278,7 @@ class FrontierShard:
                 reply.stale.append(ack.lease_id)
                 self.counters["stale_acks"] += 1
                 continue
-            hs = self._hosts[host_key(held.lease.url)]
+            hs = held.host
             hs.in_flight -= 1
             touched[hs.key] = hs
             if held.entry is None:
@@ -336,23 +341,17 @@ class FrontierShard:
                 return
         hs.recompute_delay(s.policy)
         hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
-        kept: list[tuple[float, int, UrlEntry]] = []
-        for item in hs.queue:
-            if rules.allows(item[2].url, s.ua_token):
-                kept.append(item)
-            else:
-                self.counters["robots_denied"] += 1
-                self._end(item[2], "robots_denied", "disallowed by robots.txt")
-        if len(kept) != len(hs.queue):
-            self._queued -= len(hs.queue) - len(kept)
-            heapq.heapify(kept)
-            hs.queue = kept
+        denied = hs.queue.remove_if(lambda entry: not rules.allows(entry.url, s.ua_token))
+        for entry in denied:
+            self._end(entry, "robots_denied", "disallowed by robots.txt")
+        self.counters["robots_denied"] += len(denied)
+        self._queued -= len(denied)
 
     def _end_queue(self, hs: HostState, outcome: Outcome, detail: str) -> None:
-        for _, _, entry in hs.queue:
+        entries = hs.queue.clear()
+        for entry in entries:
             self._end(entry, outcome, detail)
-        self._queued -= len(hs.queue)
-        hs.queue = []
+        self._queued -= len(entries)
 
     def release(self, lease_ids: Iterable[int], reason: str = "fetch task failed") -> None:
         """Return leases whose task died. The request may have been sent, so the host's clock advances."""
@@ -362,7 +361,7 @@ class FrontierShard:
             held = self._leases.pop(lease_id, None)
             if held is None:
                 continue
-            hs = self._hosts[host_key(held.lease.url)]
+            hs = held.host
             hs.in_flight -= 1
             hs.next_allowed = max(hs.next_allowed, now + hs.delay)
             hs.block(now + backoff(self.settings.policy, 1, self._rng), "backoff")
@@ -380,7 +379,13 @@ class FrontierShard:
 
     def expire(self, now: float | None = None) -> None:
         now = self._clock() if now is None else now
-        expired = [lid for lid, held in self._leases.items() if held.expires_at <= now]
+        if now < self._expiry_check_at:
+            return  # (called on every lease: a scan of all leases each time would cost more than the leasing)
+        expired = [lid for lid, held in self._leases.items() if held.lease.expires_at <= now]
+        self._expiry_check_at = min(
+            (held.lease.expires_at for held in self._leases.values() if held.lease.expires_at > now),
+            default=float("inf"),
+        )
         if expired:
             self.counters["lease_expiries"] += len(expired)
             self.release(expired, "lease expired")
@@ -462,7 +467,7 @@ class FrontierShard:
                 leased.setdefault(host_key(held.entry.url), []).append(held.entry)
         hosts = []
         for hs in self._hosts.values():
-            queue = [item[2] for item in hs.queue] + leased.get(hs.key, [])
+            queue = [*hs.queue, *leased.get(hs.key, [])]
             hosts.append(
                 {
                     "key": hs.key,

@@ -8,13 +8,13 @@ robots.txt unreachable for good, a blocked address, a Crawl-delay over the cap w
 
 from __future__ import annotations
 
-import heapq
 import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from raycrawl.core.host_queue import HostQueue
 from raycrawl.core.politeness import DelayPolicy, DelayReason, backoff, host_delay
-from raycrawl.core.records import Ack, UrlEntry
+from raycrawl.core.records import Ack
 from raycrawl.core.robots import RobotsRules
 
 DENIAL_STATUSES = frozenset({403, 451})
@@ -27,7 +27,7 @@ class HostState:
     origin: str
     delay: float
     delay_reason: DelayReason = "configured"
-    queue: list[tuple[float, int, UrlEntry]] = field(default_factory=list)
+    queue: HostQueue = field(default_factory=HostQueue)
     next_allowed: float = 0.0
     blocked_until: float = 0.0
     block_reason: BlockReason | None = None
@@ -48,7 +48,8 @@ class HostState:
     admitted: int = 0  # URLs ever queued here (the per-host page budget counts these)
 
     def due(self) -> float:
-        return max(self.next_allowed, self.blocked_until)
+        allowed, blocked = self.next_allowed, self.blocked_until
+        return allowed if allowed > blocked else blocked
 
     def recompute_delay(self, policy: DelayPolicy) -> None:
         if self.delay_override is not None:
@@ -83,13 +84,9 @@ class HostState:
                 self.denial_streak = 0
         self.recompute_delay(policy)
         # The server logged the request before it answered, so a slot based on the answer is never early there.
-        self.next_allowed = max(self.next_allowed, answered + self.delay)
-
-    def enqueue(self, priority: float, seq: int, entry: UrlEntry) -> None:
-        heapq.heappush(self.queue, (priority, seq, entry))
-
-    def pop(self) -> UrlEntry:
-        return heapq.heappop(self.queue)[2]
+        slot = answered + self.delay
+        if slot > self.next_allowed:
+            self.next_allowed = slot
 
     def row(self, now: float) -> dict[str, Any]:
         robots = "pending" if self.robots is None else self.robots.verdict

@@ -31,13 +31,20 @@ class DelayPolicy:
 
 
 def host_delay(policy: DelayPolicy, crawl_delay: float | None, last_response_s: float) -> tuple[float, DelayReason]:
-    """The delay for a host now, and which term decided it."""
-    candidates: list[tuple[float, DelayReason]] = [(policy.delay, "configured")]
+    """The delay for a host now, and which term decided it (the first of equals: configured, robots, latency).
+
+    Called on every answer, so plain comparisons rather than a max over a list of candidates.
+    """
+    value: float = policy.delay
+    reason: DelayReason = "configured"
     if crawl_delay is not None:
-        candidates.append((min(crawl_delay, policy.max_crawl_delay), "robots"))
+        robots = crawl_delay if crawl_delay < policy.max_crawl_delay else policy.max_crawl_delay
+        if robots > value:
+            value, reason = robots, "robots"
     if policy.delay_factor > 0:
-        candidates.append((policy.delay_factor * last_response_s, "latency"))
-    value, reason = max(candidates, key=lambda c: c[0])
+        latency = policy.delay_factor * last_response_s
+        if latency > value:
+            value, reason = latency, "latency"
     if value < policy.min_delay:
         return policy.min_delay, "min_delay"
     if value > policy.max_delay:

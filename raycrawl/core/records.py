@@ -1,6 +1,9 @@
 """The values that travel between the frontier, the fetch tasks and the output.
 
-Plain slotted dataclasses: cheap to pickle across Ray, typed, and free of behaviour.
+Plain slotted dataclasses: cheap to pickle across Ray, typed, and free of behaviour. ``UrlEntry``, ``Lease``
+and ``Ack`` are made once per URL and per fetch, millions of times in a crawl, so they are not ``frozen``: a
+frozen dataclass sets each field through ``object.__setattr__`` and costs about five times as much to create.
+Treat them as values all the same: nothing changes one after it is made (``dataclasses.replace`` makes anew).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ Outcome = Literal["fetched", "error", "robots_denied", "out_of_budget", "too_lar
 Link = tuple[str, int, "str | None", tuple[str, ...]]  # url, depth, parent, the redirect chain that led to it
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class UrlEntry:
     """A canonical URL waiting in the frontier."""
 
@@ -41,7 +44,7 @@ class UrlEntry:
         return cls(url, depth, parent, attempts, tuple(rest[0]) if rest else ())
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Lease:
     """A URL handed to a fetch task. It stays owned by its shard until acked (DESIGN invariant 4)."""
 
@@ -79,7 +82,7 @@ class FetchResult:
     node: str = ""  # the Ray node that fetched it (a short id), for stats
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Ack:
     """The part of a FetchResult its shard needs: whether the host answered, when, and how."""
 

@@ -1,0 +1,78 @@
+"""One host's waiting URLs: lowest score first, and first come first served among equal scores.
+
+A crawl has few distinct scores (by default a URL's depth), so the URLs wait in one FIFO per score, with a
+small heap of the scores present. Pushing and popping are then O(1) for a score already present, where one
+heap of (score, sequence, entry) tuples paid about 2·log2(n) tuple comparisons per URL -- the largest single
+cost of leasing.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable, Iterator
+
+from raycrawl.core.records import UrlEntry
+
+
+class HostQueue:
+    __slots__ = ("_buckets", "_len", "_scores")
+
+    def __init__(self) -> None:
+        self._buckets: dict[float, deque[UrlEntry]] = {}
+        self._scores: list[float] = []  # a heap of the keys of _buckets
+        self._len = 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __bool__(self) -> bool:
+        return self._len > 0
+
+    def __iter__(self) -> Iterator[UrlEntry]:
+        """Every entry, in the order ``pop`` would return them."""
+        for score in sorted(self._scores):
+            yield from self._buckets[score]
+
+    def push(self, score: float, entry: UrlEntry) -> None:
+        bucket = self._buckets.get(score)
+        if bucket is None:
+            bucket = self._buckets[score] = deque()
+            heapq.heappush(self._scores, score)
+        bucket.append(entry)
+        self._len += 1
+
+    def pop(self) -> UrlEntry:
+        """The entry to fetch next (the queue must not be empty)."""
+        score = self._scores[0]
+        bucket = self._buckets[score]
+        entry = bucket.popleft()
+        if not bucket:
+            heapq.heappop(self._scores)
+            del self._buckets[score]
+        self._len -= 1
+        return entry
+
+    def remove_if(self, unwanted: Callable[[UrlEntry], bool]) -> list[UrlEntry]:
+        """Take out (and return) the entries ``unwanted`` selects; the others keep their order."""
+        removed: list[UrlEntry] = []
+        for score in list(self._scores):
+            bucket = self._buckets[score]
+            kept = deque(e for e in bucket if not unwanted(e))
+            if len(kept) == len(bucket):
+                continue
+            removed.extend(e for e in bucket if unwanted(e))
+            if kept:
+                self._buckets[score] = kept
+            else:
+                del self._buckets[score]
+        self._scores = list(self._buckets)
+        heapq.heapify(self._scores)
+        self._len -= len(removed)
+        return removed
+
+    def clear(self) -> list[UrlEntry]:
+        """Take out (and return) every entry, in order."""
+        everything = list(self)
+        self._buckets, self._scores, self._len = {}, [], 0
+        return everything
