@@ -1,6 +1,15 @@
 import random
+from array import array
 
+from hypothesis import given
+from hypothesis import strategies as st
+
+from raycrawl.core import seen as seen_module
 from raycrawl.core.seen import BloomSeenSet, ExactSeenSet
+
+fingerprints = st.integers(0, 2**64 - 1)
+# Few distinct values, so batches repeat each other and themselves; 0 and 2**64-1 are the edges of the order.
+small_pool = st.sampled_from([0, 1, 2, 3, 2**63, 2**64 - 2, 2**64 - 1]) | st.integers(0, 40)
 
 
 def test_exact_seen_set_answers_batches() -> None:
@@ -9,6 +18,28 @@ def test_exact_seen_set_answers_batches() -> None:
     assert seen.add_new([3, 4]) == [False, True]
     assert len(seen) == 4
     assert seen.stats()["hits"] == 2
+
+
+@given(st.lists(st.lists(small_pool | fingerprints, max_size=30), max_size=30), st.integers(1, 8))
+def test_exact_seen_set_agrees_with_a_python_set(batches: list[list[int]], merge_at: int) -> None:
+    """The first sighting of a fingerprint is new, every later one (in the batch or after) is not, across
+    merges of the recent additions into the sorted array and a checkpoint round trip."""
+    old, seen_module._MIN_MERGE = seen_module._MIN_MERGE, merge_at
+    try:
+        seen, model = ExactSeenSet(), set()
+        for i, batch in enumerate(batches):
+            expected = []
+            for fp in batch:
+                expected.append(fp not in model)
+                model.add(fp)
+            packed = array("Q", batch)  # (the dedup actor's form, on odd batches)
+            assert seen.add_new(packed if i % 2 else batch) == expected
+            assert len(seen) == len(model)
+            if i % 5 == 4:
+                seen = ExactSeenSet.from_bytes(seen.to_bytes())
+        assert all(fp in seen for fp in model)
+    finally:
+        seen_module._MIN_MERGE = old
 
 
 def test_exact_seen_set_survives_merges() -> None:

@@ -1,8 +1,9 @@
 """The crawl's seen-set: "which of these fingerprints are new?", answered for a whole batch at once.
 
-``ExactSeenSet`` keeps 64-bit fingerprints in a sorted ``array('Q')`` (8 bytes each) plus a small Python set
-of recent additions that is merged in when it grows past an eighth of the array. That stays near 16 bytes
-per URL instead of the ~70 of a Python set of ints, and a lookup is a C-level binary search.
+``ExactSeenSet`` keeps 64-bit fingerprints in a sorted numpy ``uint64`` array (8 bytes each) plus a smaller
+sorted array of recent additions, merged in when it grows past an eighth of the big one. That is about 9 bytes
+per URL instead of the ~70 of a Python set of ints, and a whole batch is checked with one vectorised binary
+search (``searchsorted``) instead of a Python-level loop per fingerprint.
 
 ``BloomSeenSet`` (pybloom-live) is smaller still but may call a new URL "seen" and so silently drop it
 (rmax/scrapy-redis #144): it counts the expected number of such false drops so the operator can see it.
@@ -14,11 +15,11 @@ import io
 import json
 import math
 from array import array
-from bisect import bisect_left
 from collections.abc import Iterable
-from itertools import chain
-from typing import Protocol
+from typing import Protocol, cast
 
+import numpy as np
+from numpy.typing import NDArray
 from pybloom_live import BloomFilter
 
 _MIN_MERGE = 65_536
@@ -42,8 +43,8 @@ class SeenSet(Protocol):
 
 class ExactSeenSet:
     def __init__(self) -> None:
-        self._sorted = array("Q")
-        self._recent: set[int] = set()
+        self._sorted: NDArray[np.uint64] = _EMPTY
+        self._recent: NDArray[np.uint64] = _EMPTY  # sorted too; merged into _sorted past an eighth of its size
         self.checks = 0
         self.hits = 0
 
@@ -51,53 +52,73 @@ class ExactSeenSet:
         return len(self._sorted) + len(self._recent)
 
     def __contains__(self, fp: int) -> bool:
-        if fp in self._recent:
-            return True
-        base = self._sorted
-        i = bisect_left(base, fp)
-        return i < len(base) and base[i] == fp
+        probe = np.array([fp], dtype=np.uint64)
+        return bool(_members(self._sorted, probe)[0] or _members(self._recent, probe)[0])
 
     def add_new(self, fingerprints: Iterable[int]) -> list[bool]:
-        out: list[bool] = []
-        recent = self._recent
-        for fp in fingerprints:
-            new = fp not in self
-            if new:
-                recent.add(fp)
-            out.append(new)
-        self.checks += len(out)
-        self.hits += len(out) - sum(out)
-        if len(recent) > max(_MIN_MERGE, len(self._sorted) >> 3):
+        batch = _as_array(fingerprints)
+        # Each distinct fingerprint once, sorted, with where it first appears (a repeat in the batch is not new).
+        distinct, first_at = np.unique(batch, return_index=True)
+        new = ~(_members(self._sorted, distinct) | _members(self._recent, distinct))
+        mask = np.zeros(len(batch), dtype=bool)
+        mask[first_at[new]] = True
+        fresh = distinct[new]
+        if len(fresh):
+            self._recent = _merged(self._recent, fresh)
+        if len(self._recent) > max(_MIN_MERGE, len(self._sorted) >> 3):
             self._merge()
-        return out
+        self.checks += len(batch)
+        self.hits += len(batch) - len(fresh)
+        return cast(list[bool], mask.tolist())
 
     def _merge(self) -> None:
-        # Two sorted runs: Timsort merges them in linear time.
-        self._sorted = array("Q", sorted(chain(self._sorted, sorted(self._recent))))
-        self._recent = set()
+        self._sorted = _merged(self._sorted, self._recent)
+        self._recent = _EMPTY
 
     def memory_bytes(self) -> int:
-        import sys
+        return int(self._sorted.nbytes + self._recent.nbytes)
 
-        recent = sys.getsizeof(self._recent) + 32 * len(self._recent)  # set table + int objects
-        return self._sorted.buffer_info()[1] * self._sorted.itemsize + recent
-
-    def fingerprints(self) -> array[int]:
+    def fingerprints(self) -> NDArray[np.uint64]:
         """All fingerprints, sorted (for checkpoints)."""
         self._merge()
-        return array("Q", self._sorted)
+        return self._sorted
 
     def to_bytes(self) -> bytes:
-        return self.fingerprints().tobytes()  # 8 bytes per URL, sorted
+        return self.fingerprints().astype("<u8", copy=False).tobytes()  # 8 bytes per URL, sorted
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ExactSeenSet:
         seen = cls()
-        seen._sorted.frombytes(data)
+        seen._sorted = np.frombuffer(data, dtype="<u8").astype(np.uint64, copy=False)
         return seen
 
     def stats(self) -> dict[str, float]:
         return {"size": len(self), "checks": self.checks, "hits": self.hits, "memory_bytes": self.memory_bytes()}
+
+
+_EMPTY: NDArray[np.uint64] = np.zeros(0, dtype=np.uint64)
+
+
+def _as_array(fingerprints: Iterable[int]) -> NDArray[np.uint64]:
+    if isinstance(fingerprints, array) and fingerprints.typecode == "Q":
+        return np.frombuffer(fingerprints, dtype=np.uint64)  # (the dedup actor's packed batches: no copy)
+    if isinstance(fingerprints, np.ndarray):
+        return fingerprints.astype(np.uint64, copy=False)
+    return np.fromiter(fingerprints, dtype=np.uint64)
+
+
+def _members(haystack: NDArray[np.uint64], needles: NDArray[np.uint64]) -> NDArray[np.bool_]:
+    """For each needle, whether the sorted ``haystack`` holds it: one binary search each, in C."""
+    if not len(haystack):
+        return np.zeros(len(needles), dtype=bool)
+    at = np.searchsorted(haystack, needles)
+    at[at == len(haystack)] = 0  # past the end: compare with any element (it cannot be equal)
+    return cast(NDArray[np.bool_], haystack[at] == needles)
+
+
+def _merged(a: NDArray[np.uint64], b: NDArray[np.uint64]) -> NDArray[np.uint64]:
+    """Two sorted arrays with no common element, as one sorted array (linear: a copy with gaps filled)."""
+    return np.insert(a, np.searchsorted(a, b), b)
 
 
 class BloomSeenSet:
