@@ -19,6 +19,10 @@ CASES = [
     ("http://example.com/?utm_source=x&id=3&gclid=1&fbclid=2", "http://example.com/?id=3"),
     ("http://example.com/?q=a%26b&q=a", "http://example.com/?q=a&q=a%26b"),
     ("http://example.com/a/../../..", "http://example.com/"),
+    ("http://example.com/.well-known/a/.", "http://example.com/.well-known/a/"),
+    # WHATWG: a host is mapped to ASCII first, then read as IPv4 if it ends in a number
+    ("http://\uff11\uff12\uff17.0.0.1/", "http://127.0.0.1/"),
+    ("http://\u00b9/", "http://0.0.0.1/"),
 ]
 
 
@@ -92,3 +96,44 @@ def test_credentials_never_reach_a_message() -> None:
 
     assert redact_credentials("ftp://bob:hunter2@files.test/x") == "ftp://files.test/x"
     assert "hunter2" not in redact_credentials("see http://:hunter2@[bad and gopher://u:hunter2@h/")
+
+
+def _escapes_by_definition(text: str, safe: frozenset[str]) -> str:
+    """The escape rules spelt out one character at a time (the regex version in urls.py must agree)."""
+    from raycrawl.core.urls import _UNRESERVED
+
+    hexdigits = set("0123456789abcdefABCDEF")
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "%" and i + 2 < len(text) and text[i + 1] in hexdigits and text[i + 2] in hexdigits:
+            decoded = chr(int(text[i + 1 : i + 3], 16))
+            out.append(decoded if decoded in _UNRESERVED else text[i : i + 3].upper())
+            i += 3
+            continue
+        out.append(ch if ch in safe else "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+        i += 1
+    return "".join(out)
+
+
+@given(st.text(alphabet=st.sampled_from("%aF09~-._/?&=+:@!$'()*,; #[]\"<>é\u00a0\ud800字")) | st.text())
+def test_escape_normalisation_agrees_with_its_definition(text: str) -> None:
+    from raycrawl.core.urls import _PATH_ESCAPES, _PATH_SAFE, _QUERY_ESCAPES, _QUERY_SAFE, _normalise_escapes
+
+    assert _normalise_escapes(text, _PATH_ESCAPES) == _escapes_by_definition(text, _PATH_SAFE)
+    assert _normalise_escapes(text, _QUERY_ESCAPES) == _escapes_by_definition(text, _QUERY_SAFE)
+
+
+@pytest.mark.parametrize(
+    ("query", "tracking", "expected"),
+    [
+        ("utm_source=a&b=1&UTM_Medium=c&fbclid=x", ("utm_*", "fbclid"), "b=1"),
+        ("utm=1&xutm_a=2", ("utm_*",), "utm=1&xutm_a=2"),  # a pattern matches the whole name, not a part
+        ("a=1&b=2", (), "a=1&b=2"),
+        ("ref=1&ref_src=2", ("ref",), "ref_src=2"),
+    ],
+)
+def test_tracking_patterns_match_whole_names_case_insensitively(
+    query: str, tracking: tuple[str, ...], expected: str
+) -> None:
+    assert canonicalize(f"http://a.test/?{query}", tracking) == f"http://a.test/?{expected}".rstrip("?")

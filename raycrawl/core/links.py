@@ -85,20 +85,40 @@ def extract_links(
         if href:
             base = urljoin(page_url, href.strip())
     tracking = tuple(tracking_params)
+    origin_match = _HTTP_ORIGIN.match(base)
+    base_origin = origin_match.group() if origin_match else None
+    hrefs: set[str] = set()  # (a page repeats its links: each distinct href is resolved once)
     seen: set[str] = set()
     links: list[str] = []
     for node in tree.css("a[href], area[href]"):
-        href = node.attributes.get("href")
-        if not href:
+        href = node.attrs.get("href")
+        if not href or href in hrefs:
             continue
-        try:
-            absolute = urljoin(base, href.strip())
-        except ValueError:
-            continue
-        canonical = canonicalize(absolute, tracking)
+        hrefs.add(href)
+        absolute = resolve_href(base, base_origin, href.strip())
+        canonical = canonicalize(absolute, tracking) if absolute is not None else None
         if canonical is not None and canonical not in seen:
             seen.add(canonical)
             links.append(canonical)
             if len(links) >= max_links:
                 break
     return links
+
+
+_HTTP_ORIGIN = re.compile(r"https?://[^/?#]*")
+
+
+def resolve_href(base: str, base_origin: str | None, href: str) -> str | None:
+    """``href`` made absolute against ``base`` (whose ``scheme://host`` is ``base_origin``): ``urljoin``, with
+    the two usual shapes -- a full http(s) URL and a root-relative path -- done without parsing either URL
+    (canonicalisation parses the result anyway, and removes dot segments and fragments)."""
+    if href.startswith(("http://", "https://")):
+        host_at = href.index("//") + 2
+        if href[host_at : host_at + 1].isalnum():  # (with no host, urljoin keeps the base's: left to it)
+            return href
+    if base_origin is not None and href.startswith("/") and not href.startswith("//"):
+        return base_origin + href
+    try:
+        return urljoin(base, href)
+    except ValueError:
+        return None

@@ -9,6 +9,7 @@ path case is preserved (crawlee-python #2008) and reserved characters stay escap
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import ipaddress
 import re
@@ -30,31 +31,38 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 _HOST_LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
 
 
-def _normalise_escapes(text: str, safe: frozenset[str]) -> str:
+def _escape_pattern(safe: frozenset[str]) -> re.Pattern[str]:
+    """What ``_normalise_escapes`` must touch: an escape (``%XX``), or any character outside ``safe``."""
+    return re.compile("%[0-9A-Fa-f]{2}|[^" + "".join(re.escape(c) for c in sorted(safe)) + "]")
+
+
+def _normalise_one(match: re.Match[str]) -> str:
+    text = match.group()
+    if len(text) == 3:  # an escape: decoded if it stands for an unreserved character, else upper-cased
+        decoded = chr(int(text[1:], 16))
+        return decoded if decoded in _UNRESERVED else text.upper()
+    return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass"))
+
+
+def _normalise_escapes(text: str, pattern: re.Pattern[str]) -> str:
     """Decode escapes of unreserved characters, upper-case the rest, escape what must be escaped.
 
-    The result is a fixed point: applying this again returns the same string (idempotence is property-tested).
+    ``pattern`` is ``_escape_pattern(safe)``: most URLs have nothing for it to match and pass through at the
+    speed of one regex search. The result is a fixed point (idempotence is property-tested).
     """
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "%" and i + 2 < n and text[i + 1] in _HEX and text[i + 2] in _HEX:
-            byte = int(text[i + 1 : i + 3], 16)
-            decoded = chr(byte)
-            out.append(decoded if decoded in _UNRESERVED else f"%{byte:02X}")
-            i += 3
-            continue
-        if ch in safe:
-            out.append(ch)
-        else:
-            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
-        i += 1
-    return "".join(out)
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_normalise_one, text)
+
+
+_PATH_ESCAPES = _escape_pattern(_PATH_SAFE)
+_QUERY_ESCAPES = _escape_pattern(_QUERY_SAFE)
 
 
 def _remove_dot_segments(path: str) -> str:
     """RFC 3986 section 5.2.4, on an absolute path."""
+    if "/." not in path:
+        return path  # no segment is "." or ".." (the usual case)
     segments = path.split("/")
     out: list[str] = []
     for seg in segments[1:]:
@@ -70,6 +78,15 @@ def _remove_dot_segments(path: str) -> str:
 
 
 def _canonical_host(host: str) -> str | None:
+    """The canonical host, or None if it is not one.
+
+    Cached, because a page's links name few hosts over and over; only short names, so hostile pages full of
+    long made-up hosts cannot make the cache large (a DNS name has at most 253 characters).
+    """
+    return _cached_host(host) if len(host) <= _CACHED_HOST_LENGTH else _host_from_text(host)
+
+
+def _host_from_text(host: str) -> str | None:
     host = host.strip().rstrip(".").lower()
     if not host:
         return None
@@ -80,20 +97,24 @@ def _canonical_host(host: str) -> str | None:
             return "[" + ipaddress.IPv6Address(host[1:-1]).compressed + "]"
         except ValueError:
             return None
-    if _ends_in_number(host):
-        return _ipv4_from_number_host(host)
-    if all(c.isascii() for c in host):
+    if host.isascii():
         ascii_host = host
     else:
         try:
             ascii_host = idna.encode(host, uts46=True).decode("ascii")
         except (idna.IDNAError, UnicodeError, ValueError):
             return None
+    # WHATWG URL: the number check comes after domain-to-ASCII ("¹" maps to "1", an IPv4 address).
+    if _ends_in_number(ascii_host):
+        return _ipv4_from_number_host(ascii_host)
     labels = ascii_host.split(".")
     if not all(_HOST_LABEL.match(label) for label in labels):
         return None
     return ascii_host
 
+
+_CACHED_HOST_LENGTH = 256
+_cached_host = functools.lru_cache(maxsize=65_536)(_host_from_text)
 
 _USERINFO = re.compile(r"(?<=//)[^/?#@\s]*@")
 
@@ -146,9 +167,14 @@ def _ipv4_from_number_host(host: str) -> str | None:
     return str(ipaddress.IPv4Address(address))
 
 
-def _is_tracking(name: str, tracking: Iterable[str]) -> bool:
-    lowered = name.lower()
-    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in tracking)
+@functools.lru_cache(maxsize=64)
+def _tracking_pattern(tracking: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for all the tracking-parameter patterns (fnmatch syntax), compiled once per configuration."""
+    return re.compile("|".join(fnmatch.translate(pattern) for pattern in tracking))
+
+
+def _is_tracking(name: str, tracking: tuple[str, ...]) -> bool:
+    return _tracking_pattern(tracking).match(name.lower()) is not None
 
 
 def canonicalize(url: str, tracking_params: Iterable[str] = ()) -> str | None:
@@ -180,7 +206,7 @@ def canonicalize(url: str, tracking_params: Iterable[str] = ()) -> str | None:
         if canon_host is None:
             return None
         netloc = canon_host if port == DEFAULT_PORTS[scheme] else f"{canon_host}:{port}"
-        path = _normalise_escapes(parts.path or "/", _PATH_SAFE)
+        path = _normalise_escapes(parts.path or "/", _PATH_ESCAPES)
         if not path.startswith("/"):
             path = "/" + path
         path = _remove_dot_segments(path)
@@ -199,10 +225,10 @@ def _canonical_query(query: str, tracking_params: Iterable[str]) -> str:
         if not pair:
             continue
         name, eq, value = pair.partition("=")
-        name = _normalise_escapes(name, _QUERY_SAFE)
+        name = _normalise_escapes(name, _QUERY_ESCAPES)
         if tracking and _is_tracking(name, tracking):
             continue
-        kept.append((name, eq + _normalise_escapes(value, _QUERY_SAFE)))
+        kept.append((name, eq + _normalise_escapes(value, _QUERY_ESCAPES)))
     kept.sort()
     return "&".join(name + rest for name, rest in kept)
 
