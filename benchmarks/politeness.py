@@ -5,6 +5,9 @@
 The ideal rate is hosts / delay (every host hit exactly once per delay). Rates are computed from the test
 web's own request log, per host over its span of page requests, so start-up (Ray workers, robots.txt) and
 the tail (hosts finishing at different times) do not count against the crawler.
+
+The peer, run after raycrawl on a test web of its own, is the floor client (benchmarks/floor_client.py): how
+close answer-paced politeness can get on this machine at all.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import argparse
 import statistics
 import tempfile
 import time
+from typing import Any
 
 import ray
 
+from benchmarks.floor_client import crawl_floor
 from raycrawl.api import Crawl
 from raycrawl.config import CrawlConfig
 from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
@@ -56,22 +61,45 @@ def main() -> None:
         summary = Crawl(cfg).start().wait()
         wall = time.time() - started
         requests = [r for r in web.requests() if r["path"] != "/robots.txt"]
+    ray.shutdown()
+    with TestWeb(spec) as web:  # the peer, on a test web of its own
+        crawl_floor(web, args.hosts, args.pages, args.delay)
+        floor_requests = [r for r in web.requests() if r["path"] != "/robots.txt"]
 
-    gaps = gaps_by_host(requests)
-    per_host_share = [args.delay * len(g) / sum(g) for g in gaps.values() if g]
-    under = sum(1 for g in gaps.values() for x in g if x < args.delay)
-    times = sorted(r["t"] for r in requests)
     ideal = args.hosts / args.delay
-    overall = (len(times) - 1) / (times[-1] - times[0])
     print(f"scenario: {args.hosts} hosts x {args.pages} pages, delay {args.delay} s, ideal {ideal:.1f} pages/s")
     print(f"pages fetched            {summary['outcomes'].get('fetched', 0)}")
     print(f"wall time                {wall:.1f} s (crawl {summary['elapsed_s']} s)")
-    print(f"rate over request span   {overall:.1f} pages/s = {overall / ideal:.1%} of ideal")
-    print(f"per-host rate (mean)     {statistics.mean(per_host_share):.1%} of ideal (min {min(per_host_share):.1%})")
-    print(f"gaps under the delay     {under} of {sum(len(g) for g in gaps.values())}")
-    print(f"smallest gap             {min(min(g) for g in gaps.values() if g):.4f} s")
     print(f"URLs per fetch task      {summary['urls_per_task']}")
-    ray.shutdown()
+    raycrawl_share = _report("raycrawl", requests, args.delay, ideal)
+    floor_share = _report("floor client", floor_requests, args.delay, ideal)
+    print(f"raycrawl / floor client  {raycrawl_share / floor_share:.3f} (per-host rate)")
+
+
+def _report(name: str, requests: list[dict[str, Any]], delay: float, ideal: float) -> float:
+    """Print a crawler's figures from the server's log; return its per-host rate as a share of the ideal."""
+    gaps = gaps_by_host(requests)
+    per_host_share = [delay * len(g) / sum(g) for g in gaps.values() if g]
+    under = sum(1 for g in gaps.values() for x in g if x < delay)
+    times = sorted(r["t"] for r in requests)
+    overall = (len(times) - 1) / (times[-1] - times[0])
+    reused = _reused_connections(requests)
+    print(f"{name}:")
+    print(f"  rate over request span {overall:.1f} pages/s = {overall / ideal:.1%} of ideal")
+    print(f"  per-host rate (mean)   {statistics.mean(per_host_share):.1%} of ideal (min {min(per_host_share):.1%})")
+    print(f"  gaps under the delay   {under} of {sum(len(g) for g in gaps.values())}")
+    print(f"  smallest gap           {min(min(g) for g in gaps.values() if g):.4f} s")
+    print(f"  kept-alive connections {reused:.0%} of a host's requests came on its previous request's connection")
+    return statistics.mean(per_host_share)
+
+
+def _reused_connections(requests: list[dict[str, Any]]) -> float:
+    last_port: dict[str, int] = {}
+    reused = 0
+    for r in sorted(requests, key=lambda r: r["t"]):
+        reused += last_port.get(r["host"]) == r["client_port"]
+        last_port[r["host"]] = r["client_port"]
+    return reused / max(1, len(requests))
 
 
 if __name__ == "__main__":

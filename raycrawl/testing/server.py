@@ -2,7 +2,7 @@
 
 Run in its own process (``python -m raycrawl.testing.server --hosts 20 ...``) so the crawler's load never
 slows the clock that judges it. It prints one JSON line when ready: ``{"port": ..., "seeds": [...]}``.
-The request log (JSON lines: t, ip, host, method, path, ua, status) is what the tests assert on; ``t`` is
+The request log (JSON lines: t, ip, host, method, path, ua, status, client_port) is what the tests assert on; ``t`` is
 taken when the request's headers have been read, before any response byte is sent.
 
 Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustness tests:
@@ -98,6 +98,8 @@ class TestWebServer:
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         local_ip = writer.get_extra_info("sockname")[0]
+        peer = writer.get_extra_info("peername")
+        client_port = peer[1] if isinstance(peer, tuple) and len(peer) > 1 else 0
         host = self._ip_to_host.get(local_ip, -1)
         try:
             while True:
@@ -123,6 +125,7 @@ class TestWebServer:
                     "path": target,
                     "ua": headers.get("user-agent", ""),
                     "status": status,
+                    "client_port": client_port,  # a new port: a new connection (keep-alive is measurable)
                 }
                 if "authorization" in headers:
                     record["authorization"] = headers["authorization"]
