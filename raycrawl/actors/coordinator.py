@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -28,6 +27,7 @@ from raycrawl.actors.fetch_task import fetch_batch, warm_up
 from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.recovery import Recovery
+from raycrawl.actors.reporting import Reporting
 from raycrawl.actors.settings import crawl_id_of, fetch_settings
 from raycrawl.adapters.output import PagesWriter, rewind, write_stats
 from raycrawl.adapters.snapshots import open_store
@@ -46,14 +46,12 @@ from raycrawl.core.urls import fingerprint, host_key
 LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
 MAX_IDLE_WAIT = 0.25  # wake at least this often to check limits and stop requests
 MAX_DRAIN = 64  # stream items taken per wait, at most
-STATS_EVERY = 5.0
 WARM_UP_TIMEOUT = 20.0
 SHARD_REFRESH = 1.0  # call every shard at least this often (counts, lease expiry)
 MAX_GATHER = 0.05  # collect results for up to this long between rounds (less when the delay is short)
-TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
 
 
-class Coordinator(Recovery):
+class Coordinator(Recovery, Reporting):
     def __init__(self, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str) -> None:
         self.cfg = cfg
         self.out_dir = out_dir
@@ -330,14 +328,6 @@ class Coordinator(Recovery):
         self._record_metrics(records)
         self._route_links(links)
 
-    def _record_metrics(self, records: list[dict[str, Any]]) -> None:
-        if not records:
-            return
-        outcomes = Counter(r["outcome"] for r in records)
-        size = sum(r["bytes"] for r in records)
-        latencies = [r["elapsed_ms"] / 1000 for r in records if r["status"] is not None and r["elapsed_ms"]]
-        self.metrics.record_round(outcomes, size, latencies)
-
     def _redirect_problem(self, result: FetchResult) -> tuple[str, str] | None:
         if not (result.outlinks and result.status is not None and 300 <= result.status < 400):
             return None
@@ -492,82 +482,6 @@ class Coordinator(Recovery):
             by_shard.setdefault(shard, []).append(lease_id)
         reason = failure or "fetch task ended without a result"
         ray.get([self.shards[s].release.remote(ids, reason) for s, ids in by_shard.items()])
-
-    # --- reporting -----------------------------------------------------------------------------------
-
-    def _progress(self, state: str) -> dict[str, Any]:
-        now = time.time()
-        s = self.stats
-        elapsed = max(now - s.started_at, 1e-9)
-        return {
-            "state": state,
-            "elapsed_s": round(elapsed, 1),
-            "pages": s.pages_fetched,
-            "records": s.records,
-            "pages_per_s": round(s.pages_fetched / elapsed, 1),
-            "queued": self._queued,
-            "leased": self._leased,
-            "tasks_in_flight": len(self._in_flight),
-            "errors": s.outcomes["error"],
-            "hosts_ready": self._host_counts.get("hosts_ready", 0),
-            "hosts_paused": self._host_counts.get("hosts_paused_now", 0),
-            "stop_reason": self._user_stop or self._stop_reason,
-            "checkpoint_error": self._checkpoint_error,
-            "checkpoints": len(self._checkpoints),
-        }
-
-    def _publish(self) -> None:
-        self.writer.flush()
-        with self._lock:
-            stopping = self._stop_reason or self._user_stop
-            state = "stopping" if stopping else "paused" if self._paused_all else "running"
-            self._status = self._progress(state)
-        now = time.time()
-        if now - self._last_stats >= STATS_EVERY:
-            self._last_stats = now
-            summary = self._summary()
-            write_stats(self.out_dir, summary)
-            self.metrics.record_summary(summary, len(self._in_flight))
-            self._host_counts = {k: summary["frontier"].get(k, 0) for k in ("hosts_ready", "hosts_paused_now")}
-
-    def _summary(self) -> dict[str, Any]:
-        now = time.time()
-        shard_counters: list[dict[str, int]] = ray.get([s.counters.remote() for s in self.shards])
-        hosts = self.hosts()
-        paused = [{"host": h["host"], "reason": h["paused"], "fetched": h["fetched"]} for h in hosts if h["paused"]]
-        busiest = sorted(hosts, key=lambda h: (h["requests"], h["queued"]), reverse=True)[:TOP_HOSTS]
-        frontier: dict[str, int] = {}
-        for counters in shard_counters:
-            for key, value in counters.items():
-                if key != "next_due_in_ms":
-                    frontier[key] = frontier.get(key, 0) + value
-        summary = self.stats.summary(now)
-        summary.update(
-            {
-                "finished": self._finished,
-                "stop_reason": self._user_stop or self._stop_reason or "frontier exhausted",
-                "resumable": self._user_stop is not None,
-                "checkpoints": {
-                    "store": self.store.describe(),
-                    "taken": len(self._checkpoints),
-                    "last": self._checkpoints[-1] if self._checkpoints else None,
-                    "failures": self.stats.events.get("checkpoint_failures", 0),
-                },
-                "shards": self.num_shards,
-                "frontier": frontier,
-                "dedup": ray.get(self.dedup.stats.remote()),
-                "paused_hosts": paused,
-                "closed_hosts": [{"host": h["host"], "reason": h["closed"]} for h in hosts if h["closed"]],
-                "crawl_delay_capped_hosts": [
-                    {"host": h["host"], "crawl_delay": h["crawl_delay"], "delay": h["delay"]}
-                    for h in hosts
-                    if h["crawl_delay"] is not None and h["crawl_delay"] > self.cfg.max_crawl_delay
-                ],
-                "hosts": busiest,
-                "out_dir": self.out_dir,
-            }
-        )
-        return summary
 
 
 @ray.remote(num_cpus=0, max_concurrency=8, max_restarts=0)
