@@ -30,7 +30,7 @@ def pids_running(title: str) -> list[int]:
 
 
 def test_killing_fetch_workers_loses_nothing(tmp_path: Path) -> None:
-    spec = WebSpec(hosts=20, pages_per_host=150, page_bytes=200)
+    spec = WebSpec(hosts=20, pages_per_host=100, page_bytes=200)
     killed: list[int] = []
     stop = threading.Event()
 
@@ -42,7 +42,10 @@ def test_killing_fetch_workers_loses_nothing(tmp_path: Path) -> None:
                     killed.append(pid)
 
     with TestWeb(spec) as web:
-        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.02, max_attempts=10)
+        # (A short backoff: each kill blocks the hosts of the dead task's leases, and kills come every 1.5 s.)
+        cfg = local_config(
+            seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.02, max_attempts=10, backoff_base=0.5
+        )
         thread = threading.Thread(target=killer, daemon=True)
         thread.start()
         try:
