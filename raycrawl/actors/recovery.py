@@ -144,12 +144,8 @@ class Recovery:
             for stream in ready:
                 try:
                     next(stream)
-                except StopIteration:
+                except (StopIteration, RayError):  # ended, or its task died: nothing more will come from it
                     self._in_flight.pop(stream, None)
-                except RayError:
-                    pass
-                else:
-                    continue
         for attempt in range(ROLLBACK_ATTEMPTS):
             try:
                 self._recreate_and_restore(rollbacks)
