@@ -240,3 +240,27 @@ def test_snapshot_restore_keeps_queue_leases_and_host_state() -> None:
     again = restored.lease(10)
     assert len(again) == 1 and again[0].url.startswith("http://a.test/")  # b.test is paused
     assert again[0].lease_id > max(x.lease_id for x in leased)  # lease ids never repeat across a restore
+
+
+def test_summary_counts_hosts_ready_waiting_and_paused() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=2.0)
+    hosts = ("ready", "clock", "paused", "idle", "answer")
+    shard.push([UrlEntry(f"http://{h}.test/{i}", 0) for h in hosts for i in range(1 if h == "idle" else 2)])
+    for robots in shard.lease(10):  # robots.txt for all five, answered now
+        robots_ok(shard, robots, at=clock.now)
+    clock.now += 2.0
+    leases = {lease.url.split("/")[2].split(".")[0]: lease for lease in shard.lease(10)}
+    assert set(leases) == set(hosts)
+    # "ready", "paused" (then paused) and "idle" (nothing left) answer at once; "clock" answers 2 s later, so
+    # then its next slot is 2 s away while the others' has come; "answer" is never answered.
+    for host in ("ready", "paused", "idle"):
+        shard.ack([Ack(leases[host].lease_id, 200, clock.now, 0.1, False)])
+    clock.now += 2.0
+    shard.ack([Ack(leases["clock"].lease_id, 200, clock.now, 0.1, False)])
+    shard.pause_host("paused.test")
+    summary = shard.summary()
+    assert summary["hosts"] == 5
+    assert summary["hosts_ready"] == 1  # ready
+    assert summary["hosts_waiting"] == 2  # clock (its slot), answer (its answer)
+    assert summary["hosts_paused_now"] == 1  # paused; idle is none of these

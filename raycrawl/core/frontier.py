@@ -542,12 +542,15 @@ class FrontierShard:
         now = self._clock()
         due = self.next_due()
         ready = sum(1 for d, tok, key in self._ready if self._hosts[key].heap_token == tok and d <= now)
+        # Waiting: URLs queued, but not now (the politeness clock, a block, robots.txt, an answer pending).
+        active = sum(1 for hs in self._hosts.values() if hs.queue and hs.paused is None and hs.closed is None)
         return {
             "queued": self._queued,
             "queued_paused": self.queued_paused,
             "leased": len(self._leases),
             "hosts": len(self._hosts),
             "hosts_ready": ready,
+            "hosts_waiting": active - ready,
             "hosts_paused_now": len(self._paused),
             "next_due_in_ms": -1 if due is None else int(max(0.0, due - now) * 1000),
         }
