@@ -1,4 +1,4 @@
-"""WARC output (warcio): a request and a response record for every fetch, gzip per record.
+"""WARC output (warcio): a request and a response record for every fetch, gzip per record (level 6).
 
 Each worker process appends to its own file under ``warc/``, so fetch tasks write bodies where they are
 instead of shipping them through the coordinator. File names carry the checkpoint epoch they belong to
@@ -13,7 +13,9 @@ import io
 import os
 import socket
 import time
+import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -21,6 +23,33 @@ from warcio.warcwriter import WARCWriter
 from raycrawl.core.urls import path_of
 
 _DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+# zlib's default. warcio's own gzip uses 9, which took ~5 of the ~8 ms of writing a 230 KB page here (6: ~2.5 ms)
+# for a few percent smaller files.
+GZIP_LEVEL = 6
+
+
+class _GzipMembers:
+    """A file for warcio to write to: what it writes between two ``flush()`` calls becomes one gzip member.
+
+    warcio flushes once at the end of every record, so each record is its own member, as with its own
+    ``gzip=True`` (what WARC readers expect), only compressed at ``GZIP_LEVEL``.
+    """
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+        self._pending = False
+
+    def write(self, data: bytes) -> int:
+        self._file.write(self._compressor.compress(data))
+        self._pending = True
+        return len(data)
+
+    def flush(self) -> None:
+        if self._pending:  # (an empty member would be a valid but pointless 20 bytes)
+            self._file.write(self._compressor.flush())
+            self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+            self._pending = False
 
 
 def epoch_of(path: Path) -> int | None:
@@ -38,7 +67,7 @@ class WarcSink:
         name = f"raycrawl-e{epoch:06d}-{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000)}.warc.gz"
         self.path = Path(directory) / name
         self._file = self.path.open("ab")
-        self._writer = WARCWriter(self._file, gzip=True)
+        self._writer = WARCWriter(_GzipMembers(self._file), gzip=False)
 
     def write(
         self,
