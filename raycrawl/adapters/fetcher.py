@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
+import anyio
 import httpx
 
 from raycrawl.adapters.warc import WarcSink
@@ -83,6 +84,21 @@ class Fetcher:
         self._clients: OrderedDict[tuple[str, str, int], httpx.AsyncClient] = OrderedDict()
         self._ssl = httpx.create_ssl_context()  # building one costs ~30 ms: share it across the pools
         self._warc: WarcSink | None = None
+        self._prime()
+
+    def _prime(self) -> None:
+        """Do now what the first request would: import httpcore, h11 and anyio's asyncio backend (~0.2 s).
+
+        The fetcher is made when a worker process warms up; left to the first request, this would happen
+        in the middle of the crawl's first seconds, in every worker process at once, delaying every host.
+        """
+
+        async def first_use() -> None:
+            client = httpx.AsyncClient(trust_env=False, verify=self._ssl)
+            await anyio.sleep(0)  # (anyio loads its backend for the running loop on first use)
+            await client.aclose()
+
+        asyncio.run_coroutine_threadsafe(first_use(), self._loop).result(timeout=60)
 
     def _client_for(self, scheme: str, address: str, port: int) -> httpx.AsyncClient:
         key = (scheme, address, port)
