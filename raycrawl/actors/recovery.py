@@ -16,12 +16,11 @@ import ray
 from ray.exceptions import RayActorError, RayError
 
 from raycrawl.actors import checkpoints
+from raycrawl.actors.coordinator_state import CoordinatorState
 from raycrawl.actors.dedup import pack_fingerprints
-from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.settings import frontier_settings
 from raycrawl.adapters.output import PagesWriter, rewind
-from raycrawl.adapters.snapshots import SnapshotStore, StoreUnavailable
-from raycrawl.config import CrawlConfig
+from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.core.records import Ack, FetchResult, Lease, Link, UrlEntry
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
@@ -30,31 +29,19 @@ from raycrawl.core.urls import host_key
 ROLLBACK_ATTEMPTS = 5
 
 
-class Recovery:
-    """Mixed into the Coordinator: the state it touches is declared here, owned there."""
+class Recovery(CoordinatorState):
+    """Mixed into the Coordinator: the state only it touches is declared here, owned there."""
 
-    cfg: CrawlConfig
-    out_dir: str
     seeds: list[str]
-    store: SnapshotStore
-    num_shards: int
-    shards: list[Any]
-    dedup: Any
-    writer: PagesWriter
-    stats: CrawlStats
-    metrics: CrawlMetrics
     _shard_class: Any
     _dedup_class: Any
     _dedup_log: list[bytes]
     _resumed: checkpoints.Loaded | None
-    _checkpoints: list[dict[str, float]]
     _checkpoint_due: bool
     _last_checkpoint: float
     _quiesce_started: float
     _last_quiesce: float
-    _checkpoint_error: str | None
     _epoch: int
-    _in_flight: dict[Any, dict[tuple[int, int], Lease]]
     _staged: list[Lease]
     _acks: list[list[Ack]]
     _acked: list[list[FetchResult]]

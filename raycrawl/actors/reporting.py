@@ -10,38 +10,22 @@ from typing import Any
 
 import ray
 
-from raycrawl.actors.metrics import CrawlMetrics
-from raycrawl.adapters.output import PagesWriter, write_stats
-from raycrawl.adapters.snapshots import SnapshotStore
-from raycrawl.config import CrawlConfig
-from raycrawl.core.records import Lease
-from raycrawl.core.stats import CrawlStats
+from raycrawl.actors.coordinator_state import CoordinatorState
+from raycrawl.adapters.output import write_stats
 
 STATS_EVERY = 5.0
 TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
 
 
-class Reporting:
-    """Mixed into the Coordinator: the state it reads is declared here, owned there."""
+class Reporting(CoordinatorState):
+    """Mixed into the Coordinator: the state only it reads is declared here, owned there."""
 
-    cfg: CrawlConfig
-    out_dir: str
-    store: SnapshotStore
-    num_shards: int
-    shards: list[Any]
-    dedup: Any
-    writer: PagesWriter
-    stats: CrawlStats
-    metrics: CrawlMetrics
-    _in_flight: dict[Any, dict[tuple[int, int], Lease]]
     _queued: int
     _leased: int
     _host_counts: dict[str, int]
     _user_stop: str | None
     _stop_reason: str | None
     _paused_all: str | None
-    _checkpoint_error: str | None
-    _checkpoints: list[dict[str, float]]
     _lock: threading.Lock
     _status: dict[str, Any]
     _last_stats: float
