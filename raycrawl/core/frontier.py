@@ -381,11 +381,15 @@ class FrontierShard:
         now = self._clock() if now is None else now
         if now < self._expiry_check_at:
             return  # (called on every lease: a scan of all leases each time would cost more than the leasing)
-        expired = [lid for lid, held in self._leases.items() if held.lease.expires_at <= now]
-        self._expiry_check_at = min(
-            (held.lease.expires_at for held in self._leases.values() if held.lease.expires_at > now),
-            default=float("inf"),
-        )
+        expired: list[int] = []
+        next_check = float("inf")  # the earliest expiry among the leases that stay
+        for lease_id, held in self._leases.items():
+            expires_at = held.lease.expires_at
+            if expires_at <= now:
+                expired.append(lease_id)
+            elif expires_at < next_check:
+                next_check = expires_at
+        self._expiry_check_at = next_check
         if expired:
             self.counters["lease_expiries"] += len(expired)
             self.release(expired, "lease expired")
