@@ -34,6 +34,24 @@ class SeedProblem:
         return f"{self.source}:{self.line}: not an http(s) URL: {redact_credentials(self.text)!r}"
 
 
+def canonical_seeds(
+    raw: Iterable[tuple[str, int, str]], tracking_params: tuple[str, ...]
+) -> tuple[list[str], list[SeedProblem]]:
+    """(source, line, text) seeds as canonical URLs, first occurrence kept, in order; and the ones that are not
+    http(s) URLs."""
+    seeds: list[str] = []
+    kept: set[str] = set()
+    problems: list[SeedProblem] = []
+    for source, number, text in raw:
+        canonical = canonicalize(text, tracking_params)
+        if canonical is None:
+            problems.append(SeedProblem(source, number, text))
+        elif canonical not in kept:
+            kept.add(canonical)
+            seeds.append(canonical)
+    return seeds, problems
+
+
 def load_seeds(cfg: CrawlConfig) -> tuple[list[str], list[SeedProblem]]:
     """Canonical seeds from the config and the seeds file; malformed lines are returned, not raised."""
     raw: list[tuple[str, int, str]] = [("argument", i + 1, s) for i, s in enumerate(cfg.seeds)]
@@ -46,14 +64,7 @@ def load_seeds(cfg: CrawlConfig) -> tuple[list[str], list[SeedProblem]]:
             line = line.strip()
             if line and not line.startswith("#"):
                 raw.append((cfg.seeds_file, number, line))
-    seeds: list[str] = []
-    problems: list[SeedProblem] = []
-    for source, number, text in raw:
-        canonical = canonicalize(text, cfg.tracking_params)
-        if canonical is None:
-            problems.append(SeedProblem(source, number, text))
-        elif canonical not in seeds:
-            seeds.append(canonical)
+    seeds, problems = canonical_seeds(raw, cfg.tracking_params)
     if problems and cfg.strict:
         raise SeedError("; ".join(map(str, problems)))
     if not seeds and not cfg.resume:
@@ -186,15 +197,11 @@ class Crawl:
         self._require_started()
         if self.done():
             raise RuntimeError("the crawl has finished: start a new one (or resume this one) to add seeds")
-        canonical, bad = [], []
-        for url in urls:
-            c = canonicalize(url, self.config.tracking_params)
-            if c is None:
-                bad.append(redact_credentials(url))
-            elif c not in canonical:
-                canonical.append(c)
-        if bad:
-            raise ValueError(f"not http(s) URLs: {bad!r}")
+        canonical, problems = canonical_seeds(
+            (("add_seeds", i + 1, url) for i, url in enumerate(urls)), self.config.tracking_params
+        )
+        if problems:
+            raise ValueError(f"not http(s) URLs: {[redact_credentials(p.text) for p in problems]!r}")
         self._actor.add_seeds.remote(canonical)
         return len(canonical)
 
