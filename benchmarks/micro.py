@@ -15,13 +15,13 @@ import time
 import tracemalloc
 from collections.abc import Callable
 
+from benchmarks.local_ray import start_local_ray
 from raycrawl.core.frontier import FrontierSettings, FrontierShard
 from raycrawl.core.links import extract_links
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import Ack, UrlEntry
 from raycrawl.core.seen import BloomSeenSet, ExactSeenSet
 from raycrawl.core.urls import canonicalize, fingerprint
-from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 
 
 def best_rate(work: Callable[[], int], runs: int = 3) -> float:
@@ -141,13 +141,7 @@ def main() -> None:
     if args.ray:
         import ray
 
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            log_to_driver=False,
-            _node_ip_address="127.0.0.1",
-            _system_config=dict(RAY_SYSTEM_CONFIG),
-        )
+        start_local_ray()
         rates = [dedup_actor_checks() for _ in range(3)]
         print(f"{'dedup actor checks (batched)':30}{max(rates):>12,.0f} /s      target >= 100,000")
         ray.shutdown()

@@ -21,9 +21,9 @@ from typing import Any
 import ray
 
 from benchmarks.floor_client import crawl_floor
+from benchmarks.local_ray import start_local_ray
 from raycrawl.api import Crawl
 from raycrawl.config import CrawlConfig
-from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
 
@@ -38,14 +38,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=CrawlConfig().max_tasks_in_flight, help="--max-tasks-in-flight")
     args = parser.parse_args()
 
-    ray.init(
-        num_cpus=args.cpus,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level="WARNING",
-        _node_ip_address="127.0.0.1",  # keep Ray itself on loopback too
-        _system_config=dict(RAY_SYSTEM_CONFIG),  # as `raycrawl crawl` starts its own Ray
-    )
+    start_local_ray(args.cpus)
     spec = WebSpec(hosts=args.hosts, pages_per_host=args.pages, page_bytes=500, private_links=False)
     with TestWeb(spec) as web, tempfile.TemporaryDirectory() as out:
         cfg = CrawlConfig(

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
+from benchmarks.local_ray import start_local_ray
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
 
@@ -78,8 +78,7 @@ def run_raycrawl(seeds: list[str], sc: Scenario) -> float:
     from raycrawl.api import Crawl
     from raycrawl.config import CrawlConfig
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING",
-             _node_ip_address="127.0.0.1", _system_config=dict(RAY_SYSTEM_CONFIG))  # fmt: skip
+    start_local_ray()
     try:
         with tempfile.TemporaryDirectory() as out:
             cfg = CrawlConfig(

@@ -1,0 +1,18 @@
+"""The Ray every benchmark runs on: local, on loopback, with the settings `raycrawl crawl` gives its own Ray."""
+
+from __future__ import annotations
+
+from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
+
+
+def start_local_ray(cpus: int = 2) -> None:
+    import ray
+
+    ray.init(
+        num_cpus=cpus,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level="WARNING",
+        _node_ip_address="127.0.0.1",  # keep Ray itself on loopback too
+        _system_config=dict(RAY_SYSTEM_CONFIG),
+    )
