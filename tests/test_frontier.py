@@ -99,9 +99,9 @@ def test_robots_unavailable_blocks_then_retries_then_gives_up() -> None:
     clock.now += 15.0
     (r2,) = shard.lease(10)
     assert r2.kind == "robots"
-    shard.ack([Ack(r2.lease_id, None, clock.now, 0.0, True, "ConnectError")])
+    shard.ack([Ack(r2.lease_id, None, clock.now, 0.0, True, "ClientConnectorError")])
     (t,) = shard.take_terminals()
-    assert t.outcome == "error" and t.detail == "robots.txt unreachable (ConnectError)"
+    assert t.outcome == "error" and t.detail == "robots.txt unreachable (ClientConnectorError)"
     assert shard.queued == 0 and shard.leased == 0
 
 

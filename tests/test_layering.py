@@ -1,4 +1,4 @@
-"""DESIGN.md's import rule: core/ is pure (no ray, httpx, redis); adapters/ never import ray."""
+"""DESIGN.md's import rule: core/ is pure (no ray, no HTTP client, no redis); adapters/ never import ray."""
 
 import ast
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "raycrawl"
-FORBIDDEN = {"core": {"ray", "httpx", "redis"}, "adapters": {"ray"}}
+FORBIDDEN = {"core": {"ray", "aiohttp", "httpx", "redis"}, "adapters": {"ray"}}
 
 
 def imported_roots(path: Path) -> set[str]:

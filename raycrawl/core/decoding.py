@@ -1,7 +1,7 @@
 """Content-Encoding decoded while streaming, never past a byte limit (decompression bombs stop at the cap).
 
-httpx would decode a whole network chunk at once: 64 KiB of gzip can become 64 MiB and brotli far more.
-Here every decoder is asked for at most the room left under the limit (zlib's ``max_length``, brotli's
+An HTTP client's own decoding inflates a whole network chunk at once: 64 KiB of gzip can become 64 MiB, and
+brotli far more. Here every decoder is asked for at most the room left under the limit (zlib's ``max_length``, brotli's
 ``output_buffer_limit``), so memory stays within the limit whatever the server sends.
 """
 

@@ -74,7 +74,7 @@ class FetchResult:
     size: int = 0
     sha256: str | None = None
     outlinks: list[str] = field(default_factory=list)
-    error: str | None = None  # error class, e.g. "ConnectError"; None when a response was received
+    error: str | None = None  # error class, e.g. "ClientConnectorError"; None when a response was received
     transient: bool = False  # worth retrying through the frontier
     body: bytes | None = None  # only for robots.txt leases
     retry_at: float | None = None  # Retry-After, as an absolute wall-clock time

@@ -1,0 +1,145 @@
+"""The fetcher without Ray: what reaches the server, where the connection goes, and what comes back.
+
+Every address here is loopback; the "blocked" cases use a loopback canary listener the fetcher must never
+reach (the address guard refuses it because this crawl only allows the test host's /32).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from raycrawl.adapters.fetcher import Fetcher, FetchSettings
+from raycrawl.core.records import FetchResult, Lease
+from raycrawl.testing import TestWeb, WebSpec
+
+CANARY_IP = "127.0.0.98"
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[TestWeb]:
+    spec = WebSpec(hosts=3, pages_per_host=20, private_links=False, profiles=("normal", "robots-redirect-2", "slow"),
+                   slow_seconds=2.0)  # fmt: skip
+    with TestWeb(spec) as web:
+        yield web
+
+
+@pytest.fixture
+def canary() -> Iterator[list[int]]:
+    """A listener on a loopback address the crawl does not allow; the list counts connections to it."""
+    sock = socket.socket()
+    sock.bind((CANARY_IP, 0))
+    sock.listen(8)
+    sock.settimeout(0.1)
+    connections = [0, sock.getsockname()[1]]
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                continue
+            connections[0] += 1
+            conn.close()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield connections
+    stop.set()
+    thread.join()
+    sock.close()
+
+
+def fetch(settings: FetchSettings, urls: list[str], kind: str = "page", spacing: float = 0.0) -> list[FetchResult]:
+    """Fetch urls in one stream, the i-th due ``i * spacing`` seconds after the fetcher is ready."""
+    fetcher = Fetcher(settings)
+    now = time.time()
+    leases = [Lease(i, 0, url, kind, now + i * spacing, now + 600) for i, url in enumerate(urls)]  # type: ignore[arg-type]
+    try:
+        results = [r for group in fetcher.fetch_stream(leases) for r in group]
+    finally:
+        fetcher.close()
+    return sorted(results, key=lambda r: r.lease.lease_id)
+
+
+def allow(web: TestWeb, host: int = 0) -> tuple[str, ...]:
+    return (f"{web.graph.ip(host)}/32",)
+
+
+def test_a_page_is_fetched_with_our_headers_and_its_links(web: TestWeb, tmp_path: Path) -> None:
+    settings = FetchSettings(user_agent="raycrawl-test/1", allow_networks=allow(web), warc_dir=str(tmp_path))
+    url = web.graph.url(0, 0)
+    before = len(web.requests())
+    [result] = fetch(settings, [url])
+    seen = web.requests()[before:]
+    assert result.status == 200 and result.error is None
+    assert result.outlinks and all(link.startswith("http://") for link in result.outlinks)
+    assert result.sent_at <= result.responded_at
+    assert [(r["path"], r["ua"], r["host"]) for r in seen] == [("/", "raycrawl-test/1", web.graph.netloc(0))]
+    assert list(tmp_path.glob("*.warc.gz"))  # request and response written
+
+
+def test_connections_are_kept_alive_across_a_process_requests(web: TestWeb) -> None:
+    settings = FetchSettings(allow_networks=allow(web))
+    urls = [web.graph.url(0, p) for p in range(1, 4)]
+    before = len(web.requests())
+    results = fetch(settings, urls, spacing=0.1)  # one after another: one connection can carry them all
+    ports = {r["client_port"] for r in web.requests()[before:]}
+    assert all(r.status == 200 for r in results)
+    assert len(ports) == 1
+
+
+def test_loopback_is_refused_by_default_and_nothing_is_sent(web: TestWeb) -> None:
+    before = len(web.requests())
+    [result] = fetch(FetchSettings(), [web.graph.url(1, 0)])
+    assert result.status is None and result.error == "BlockedAddress" and not result.transient
+    assert web.requests()[before:] == []
+
+
+def test_a_name_goes_to_its_checked_address_with_its_own_host_header(web: TestWeb) -> None:
+    port = web.graph.netloc(0).rsplit(":", 1)[1]
+    settings = FetchSettings(resolve=(("site.test", web.graph.ip(0)),), allow_networks=allow(web))
+    before = len(web.requests())
+    [result] = fetch(settings, [f"http://site.test:{port}/"])
+    [seen] = web.requests()[before:]
+    assert result.status == 200
+    assert (seen["ip"], seen["host"]) == (web.graph.ip(0), f"site.test:{port}")
+
+
+def test_a_name_resolving_to_a_refused_address_never_connects(web: TestWeb, canary: list[int]) -> None:
+    settings = FetchSettings(resolve=(("evil.test", CANARY_IP),), allow_networks=allow(web))
+    literal = f"http://{CANARY_IP}:{canary[1]}/"
+    results = fetch(settings, [f"http://evil.test:{canary[1]}/", literal])
+    assert [(r.status, r.error, r.transient) for r in results] == [(None, "BlockedAddress", False)] * 2
+    assert canary[0] == 0
+
+
+def test_robots_redirects_are_followed_and_page_redirects_are_handed_back(web: TestWeb) -> None:
+    settings = FetchSettings(allow_networks=allow(web, 1))
+    netloc = web.graph.netloc(1)
+    before = len(web.requests())
+    [robots] = fetch(settings, [f"http://{netloc}/robots.txt"], kind="robots")
+    assert robots.status == 200 and robots.final_url == f"http://{netloc}/r/2" and b"Disallow" in (robots.body or b"")
+    [page] = fetch(settings, [f"http://{netloc}/robots.txt"])
+    assert page.status == 301 and page.outlinks == [f"http://{netloc}/r/1"]  # back through the frontier
+    assert [r["path"] for r in web.requests()[before:]] == ["/robots.txt", "/r/1", "/r/2", "/robots.txt"]
+
+
+def test_a_body_over_the_limit_is_cut_and_not_parsed(web: TestWeb) -> None:
+    [result] = fetch(FetchSettings(allow_networks=allow(web), max_body_bytes=100), [web.graph.url(0, 5)])
+    assert result.status == 200 and result.truncated and result.size == 100 and result.outlinks == []
+
+
+def test_a_slow_server_is_cut_by_the_read_timeout_or_the_deadline(web: TestWeb) -> None:
+    url = web.graph.url(2, 0)  # answers after 2 s
+    [by_timeout] = fetch(FetchSettings(allow_networks=allow(web, 2), timeout=0.3, deadline=10), [url])
+    [by_deadline] = fetch(FetchSettings(allow_networks=allow(web, 2), timeout=10, deadline=0.3), [url])
+    assert by_timeout.status is None and by_timeout.transient and by_timeout.error is not None
+    assert "Deadline" not in by_timeout.error and "Timeout" in by_timeout.error
+    assert by_deadline.status is None and by_deadline.transient and by_deadline.error == "Deadline: not done in 0.3 s"
