@@ -1,5 +1,6 @@
 """FrontierShard without Ray: a fake clock drives politeness, robots and retries."""
 
+import itertools
 from dataclasses import fields
 
 from raycrawl.core.frontier import FrontierSettings, FrontierShard
@@ -64,6 +65,22 @@ def test_one_lease_per_host_and_many_hosts_per_batch() -> None:
     pages = shard.lease(100)
     assert len(pages) == 5 and len({p.url.split("/")[2] for p in pages}) == 5
     assert shard.queued == 10 and shard.leased == 5
+
+
+def test_hosts_met_together_get_their_first_slots_spread_over_the_delay() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.25, first_slot_spread=1.0)
+    hosts = [f"h{i}.test" for i in range(40)]
+    shard.push([UrlEntry(f"http://{h}/", 0) for h in hosts])
+    slots = sorted(lease.not_before - clock.now for lease in shard.lease(100, horizon=1.0))
+    assert len(slots) == 40 and slots[0] == 0.0 and slots[-1] < 0.25  # within one delay, never later
+    assert min(b - a for a, b in itertools.pairwise(slots)) > 0.25 / 40 / 3  # no two together
+    # a long delay spreads over at most `first_slot_spread`; no delay, no wait
+    slow, fast = make(clock, delay=30.0, first_slot_spread=1.0), make(clock, delay=0.0, first_slot_spread=1.0)
+    for shard in (slow, fast):
+        shard.push([UrlEntry(f"http://{h}/", 0) for h in hosts])
+    assert max(lease.not_before for lease in slow.lease(100, horizon=5.0)) - clock.now < 1.0
+    assert {lease.not_before for lease in fast.lease(100)} == {clock.now}
 
 
 def test_robots_disallow_ends_urls_without_request() -> None:

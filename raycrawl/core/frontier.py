@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from raycrawl.core.hosts import HostState
-from raycrawl.core.politeness import DelayPolicy, backoff
+from raycrawl.core.politeness import DelayPolicy, backoff, first_slot_offset
 from raycrawl.core.records import Ack, Lease, Outcome, Terminal, UrlEntry
 from raycrawl.core.robots import RobotsRules, rules_from_fetch
 from raycrawl.core.urls import host_key, origin
@@ -59,6 +59,7 @@ class FrontierSettings:
     max_pages_per_host: int | None = None  # URLs admitted per host over the whole crawl
     lease_ttl: float = 120.0
     seed: int = 0  # for the backoff jitter
+    first_slot_spread: float = 0.0  # new hosts' first requests spread over up to this long (core/politeness.py)
 
 
 @dataclass(slots=True)
@@ -179,6 +180,9 @@ class FrontierShard:
         if hs is None:
             hs = HostState(key=key, origin=origin(url), delay=self.settings.policy.delay)
             hs.recompute_delay(self.settings.policy)
+            spread = self.settings.first_slot_spread
+            if spread:
+                hs.next_allowed = self._clock() + first_slot_offset(len(self._hosts), hs.delay, spread)
             self._hosts[key] = hs
         return hs
 

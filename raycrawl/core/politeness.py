@@ -5,17 +5,24 @@ AutoThrottle: ``clamp(max(configured delay, robots Crawl-delay (capped), delay_f
 min_delay, max_delay)``. A slow server is given proportionally more room, so load falls as it struggles
 instead of concurrency rising into a 429 death spiral (crawlee-python #1437).
 
+First slot: hosts met together (the seeds, a page's outlinks) would otherwise all come due in the same
+instant, round after round, and a burst of simultaneous requests makes every host's answer late. A host's
+first request waits a fraction of ``min(delay, spread)``, the fractions stepping by the golden ratio so that
+hosts are evenly spread however many there are.
+
 Backoff (after a transient failure: 429/503 without Retry-After, 5xx, connect errors, timeouts): exponential
 in the host's current failure streak, with jitter so that many crawlers do not return in lock step, capped.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Literal
 
 DelayReason = Literal["configured", "robots", "latency", "min_delay", "max_delay"]
+GOLDEN_FRACTION = (math.sqrt(5) - 1) / 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +66,8 @@ def backoff(policy: DelayPolicy, streak: int, rng: random.Random) -> float:
     """
     raw = policy.backoff_base * (2.0 ** min(max(streak, 1) - 1, 40))
     return min(policy.max_backoff, raw * (1.0 + 0.5 * rng.random()))
+
+
+def first_slot_offset(index: int, delay: float, spread: float) -> float:
+    """How long after it is met the ``index``-th host (0, 1, 2 ...) may get its first request."""
+    return (index * GOLDEN_FRACTION) % 1.0 * min(delay, spread)
