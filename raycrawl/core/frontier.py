@@ -473,31 +473,7 @@ class FrontierShard:
         for held in self._leases.values():
             if held.entry is not None:
                 leased.setdefault(host_key(held.entry.url), []).append(held.entry)
-        hosts = []
-        for hs in self._hosts.values():
-            queue = [*hs.queue, *leased.get(hs.key, [])]
-            hosts.append(
-                {
-                    "key": hs.key,
-                    "origin": hs.origin,
-                    "queue": [e.to_row() for e in queue],
-                    "next_allowed": hs.next_allowed,
-                    "blocked_until": hs.blocked_until,
-                    "block_reason": hs.block_reason,
-                    "last_response_s": hs.last_response_s,
-                    "failure_streak": hs.failure_streak,
-                    "denial_streak": hs.denial_streak,
-                    "robots": hs.robots.to_dict() if hs.robots is not None else None,
-                    "robots_failures": hs.robots_failures,
-                    "paused": hs.paused,
-                    "closed": list(hs.closed) if hs.closed else None,
-                    "delay_override": hs.delay_override,
-                    "requests": hs.requests,
-                    "fetched": hs.fetched,
-                    "errors": hs.errors,
-                    "admitted": hs.admitted,
-                }
-            )
+        hosts = [hs.saved([*hs.queue, *leased.get(hs.key, [])]) for hs in self._hosts.values()]
         return {
             "shard": self.shard_id,
             "next_lease_id": self._next_lease_id,
@@ -509,35 +485,16 @@ class FrontierShard:
         """Load a snapshot into this (new, empty) shard."""
         self._next_lease_id = int(snapshot["next_lease_id"])
         self.counters.update(snapshot["counters"])
-        for h in snapshot["hosts"]:
-            hs = HostState(key=h["key"], origin=h["origin"], delay=self.settings.policy.delay)
-            for name in (
-                "next_allowed",
-                "blocked_until",
-                "block_reason",
-                "last_response_s",
-                "failure_streak",
-                "denial_streak",
-                "robots_failures",
-                "paused",
-                "delay_override",
-                "requests",
-                "fetched",
-                "errors",
-            ):
-                setattr(hs, name, h[name])
-            hs.admitted = h.get("admitted", 0)  # (checkpoints from before the per-host page budget have none)
-            hs.robots = RobotsRules.from_dict(h["robots"]) if h["robots"] else None
-            hs.closed = (h["closed"][0], h["closed"][1]) if h["closed"] else None
-            hs.recompute_delay(self.settings.policy)
+        for saved in snapshot["hosts"]:
+            hs, queue = HostState.from_saved(saved, self.settings.policy)
             # What happened after the checkpoint is unknown (a killed crawl may have just hit this host):
             # count a request as made right now.
             hs.next_allowed = max(hs.next_allowed, self._clock() + hs.delay)
             self._hosts[hs.key] = hs
             if hs.paused is not None:
                 self._paused.add(hs.key)
-            for row in h["queue"]:
-                self._enqueue(hs, UrlEntry.from_row(row))
+            for entry in queue:
+                self._enqueue(hs, entry)
             self._schedule(hs)
 
     # --- visibility ----------------------------------------------------------------------------------

@@ -14,11 +14,27 @@ from typing import Any, Literal
 
 from raycrawl.core.host_queue import HostQueue
 from raycrawl.core.politeness import DelayPolicy, DelayReason, backoff, host_delay
-from raycrawl.core.records import Ack
+from raycrawl.core.records import Ack, UrlEntry
 from raycrawl.core.robots import RobotsRules
 
 DENIAL_STATUSES = frozenset({403, 451})
 BlockReason = Literal["retry_after", "backoff"]
+# What a checkpoint keeps of a host besides its key, origin, queue, robots rules and closed verdict.
+SAVED_FIELDS = (
+    "next_allowed",
+    "blocked_until",
+    "block_reason",
+    "last_response_s",
+    "failure_streak",
+    "denial_streak",
+    "robots_failures",
+    "paused",
+    "delay_override",
+    "requests",
+    "fetched",
+    "errors",
+    "admitted",
+)
 
 
 @dataclass(slots=True)
@@ -108,3 +124,26 @@ class HostState:
             "fetched": self.fetched,
             "errors": self.errors,
         }
+
+    # --- checkpoints ---------------------------------------------------------------------------------
+
+    def saved(self, queue: list[UrlEntry]) -> dict[str, Any]:
+        """This host as plain data, with ``queue`` as the URLs to queue again on restore."""
+        out: dict[str, Any] = {"key": self.key, "origin": self.origin, "queue": [e.to_row() for e in queue]}
+        out |= {name: getattr(self, name) for name in SAVED_FIELDS}
+        out["robots"] = self.robots.to_dict() if self.robots is not None else None
+        out["closed"] = list(self.closed) if self.closed else None
+        return out
+
+    @classmethod
+    def from_saved(cls, saved: dict[str, Any], policy: DelayPolicy) -> tuple[HostState, list[UrlEntry]]:
+        """A host and its URLs from ``saved()`` data; every field must be there but ``admitted``."""
+        hs = cls(key=saved["key"], origin=saved["origin"], delay=policy.delay)
+        for name in SAVED_FIELDS:
+            if name != "admitted":
+                setattr(hs, name, saved[name])
+        hs.admitted = saved.get("admitted", 0)  # (checkpoints from before the per-host page budget have none)
+        hs.robots = RobotsRules.from_dict(saved["robots"]) if saved["robots"] else None
+        hs.closed = (saved["closed"][0], saved["closed"][1]) if saved["closed"] else None
+        hs.recompute_delay(policy)
+        return hs, [UrlEntry.from_row(row) for row in saved["queue"]]
