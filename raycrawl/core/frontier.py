@@ -62,11 +62,9 @@ class FrontierSettings:
     first_slot_spread: float = 0.0  # new hosts' first requests spread over up to this long (core/politeness.py)
 
 
-@dataclass(slots=True)
-class _Leased:
-    lease: Lease
-    entry: UrlEntry | None  # None for robots.txt leases
-    host: HostState
+# What a shard keeps of a lease until it is acked: the lease, its entry (None for robots.txt), the host.
+# A plain tuple: one is made per URL leased, and a tuple costs a third of a slotted dataclass to make.
+_Leased = tuple[Lease, UrlEntry | None, HostState]
 
 
 @dataclass(slots=True)
@@ -99,6 +97,7 @@ class FrontierShard:
     ) -> None:
         self.shard_id = shard_id
         self.settings = settings
+        self._lease_ttl = settings.lease_ttl
         self._score = score
         self._clock = clock
         self._rng = random.Random(settings.seed * 7919 + shard_id)
@@ -219,17 +218,18 @@ class FrontierShard:
         self.expire(now)
         limit = now + horizon
         out: list[Lease] = []
-        ready, hosts = self._ready, self._hosts
+        ready, hosts, heappop = self._ready, self._hosts, heapq.heappop
         concurrency = self.settings.per_host_concurrency
+        new_lease = self._new_lease
         while ready and len(out) < max_urls:
             due, token, key = ready[0]
             hs = hosts[key]
             if hs.heap_token != token:
-                heapq.heappop(ready)
+                heappop(ready)
                 continue
             if due > limit:
                 break
-            heapq.heappop(ready)
+            heappop(ready)
             hs.heap_token += 1
             host_due = hs.due()
             not_before = host_due if host_due > now else now
@@ -238,11 +238,11 @@ class FrontierShard:
             if robots is not None and robots.verdict != "unreachable" and robots.expires_at > not_before:
                 entry = hs.queue.pop()
                 self._queued -= 1
-                lease = self._new_lease(hs, entry.url, "page", not_before, entry)
+                lease = new_lease(hs, entry.url, "page", not_before, entry)
             else:  # robots.txt first: none yet, expired by then, or unreachable (asked again once it expires)
                 if robots is not None and robots.expires_at > not_before:
                     not_before = robots.expires_at
-                lease = self._new_lease(hs, hs.origin + "/robots.txt", "robots", not_before, None)
+                lease = new_lease(hs, hs.origin + "/robots.txt", "robots", not_before, None)
                 hs.robots_leased = True
             hs.in_flight += 1
             # Provisional: the real next slot is set on ack from when the server answered.
@@ -255,8 +255,8 @@ class FrontierShard:
 
     def _new_lease(self, hs: HostState, url: str, kind: Any, not_before: float, entry: UrlEntry | None) -> Lease:
         lease_id = self._next_lease_id
-        self._next_lease_id += 1
-        expires_at = not_before + self.settings.lease_ttl
+        self._next_lease_id = lease_id + 1
+        expires_at = not_before + self._lease_ttl
         if entry is None:
             lease = Lease(lease_id, self.shard_id, url, kind, not_before, expires_at)
         else:
@@ -264,7 +264,7 @@ class FrontierShard:
                 lease_id, self.shard_id, url, kind, not_before, expires_at,
                 entry.depth, entry.parent, entry.attempts, entry.redirects,
             )  # fmt: skip
-        self._leases[lease_id] = _Leased(lease, entry, hs)
+        self._leases[lease_id] = (lease, entry, hs)
         if expires_at < self._expiry_check_at:
             self._expiry_check_at = expires_at
         return lease
@@ -282,10 +282,10 @@ class FrontierShard:
                 reply.stale.append(ack.lease_id)
                 self.counters["stale_acks"] += 1
                 continue
-            hs = held.host
+            _, entry, hs = held
             hs.in_flight -= 1
             touched[hs.key] = hs
-            if held.entry is None:
+            if entry is None:
                 self._robots_answered(hs, ack, now)
                 continue
             was_paused = hs.paused
@@ -293,8 +293,8 @@ class FrontierShard:
             if hs.paused is not None and was_paused is None:
                 self.counters["hosts_paused"] += 1
                 self._paused.add(hs.key)
-            if ack.transient and held.entry.attempts + 1 < s.max_attempts:
-                self._requeue(hs, held.entry)
+            if ack.transient and entry.attempts + 1 < s.max_attempts:
+                self._requeue(hs, entry)
                 reply.retried.append(ack.lease_id)
             elif ack.error is not None or ack.transient:
                 hs.errors += 1
@@ -365,19 +365,19 @@ class FrontierShard:
             held = self._leases.pop(lease_id, None)
             if held is None:
                 continue
-            hs = held.host
+            _, entry, hs = held
             hs.in_flight -= 1
             hs.next_allowed = max(hs.next_allowed, now + hs.delay)
             hs.block(now + backoff(self.settings.policy, 1, self._rng), "backoff")
             touched[hs.key] = hs
             self.counters["released"] += 1
-            if held.entry is None:
+            if entry is None:
                 hs.robots_leased = False
-            elif held.entry.attempts + 1 < self.settings.max_attempts:
-                self._requeue(hs, held.entry)
+            elif entry.attempts + 1 < self.settings.max_attempts:
+                self._requeue(hs, entry)
             else:
                 hs.errors += 1
-                self._end(held.entry, "error", reason)
+                self._end(entry, "error", reason)
         for hs in touched.values():
             self._schedule(hs)
 
@@ -387,8 +387,8 @@ class FrontierShard:
             return  # (called on every lease: a scan of all leases each time would cost more than the leasing)
         expired: list[int] = []
         next_check = float("inf")  # the earliest expiry among the leases that stay
-        for lease_id, held in self._leases.items():
-            expires_at = held.lease.expires_at
+        for lease_id, (lease, _, _) in self._leases.items():
+            expires_at = lease.expires_at
             if expires_at <= now:
                 expired.append(lease_id)
             elif expires_at < next_check:
@@ -470,9 +470,9 @@ class FrontierShard:
         """Everything this shard knows, as plain data. Leased URLs are saved as queued: after a restore nobody
         holds their lease, so they must be fetched again (DESIGN invariant 4)."""
         leased: dict[str, list[UrlEntry]] = {}
-        for held in self._leases.values():
-            if held.entry is not None:
-                leased.setdefault(host_key(held.entry.url), []).append(held.entry)
+        for _, entry, _ in self._leases.values():
+            if entry is not None:
+                leased.setdefault(host_key(entry.url), []).append(entry)
         hosts = [hs.saved([*hs.queue, *leased.get(hs.key, [])]) for hs in self._hosts.values()]
         return {
             "shard": self.shard_id,
