@@ -102,9 +102,11 @@ class GuardedResolver(AbstractResolver):
         else:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
             addresses = [(info[0], str(info[4][0])) for info in infos]
+        if not addresses:
+            raise OSError(f"no address for {host}")  # (a lookup failure, worth retrying: not a refusal)
         allowed = [(fam, address) for fam, address in dict.fromkeys(addresses) if self._guard.allowed(address)]
         if not allowed:
-            raise BlockedAddress(f"{host} resolves to {addresses[0][1]}" if addresses else f"no address for {host}")
+            raise BlockedAddress(f"{host} resolves to {addresses[0][1]}")
         flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
         return [
             {"hostname": host, "host": address, "port": port, "family": fam, "proto": 0, "flags": flags}
@@ -239,14 +241,12 @@ class Fetcher:
                     url = target
         except aiohttp.ClientError as exc:  # (aiohttp's connect and read timeouts are TimeoutErrors too)
             r.error, r.transient = type(exc).__name__, not isinstance(exc, ValueError)  # (InvalidURL is)
-            r.responded_at = r.responded_at or time.time()
         except TimeoutError:  # (an OSError: before that clause)
             r.error, r.transient = f"Deadline: not done in {s.deadline:g} s", True
-            r.responded_at = r.responded_at or time.time()
         except (OSError, ValueError, BlockedAddress) as exc:
             r.error = type(exc).__name__ if not isinstance(exc, DecodingError) else f"DecodingError: {exc}"
             r.transient = not isinstance(exc, ValueError | BlockedAddress)
-            r.responded_at = r.responded_at or time.time()
+        r.responded_at = r.responded_at or time.time()  # (a failure: the slot counts from when it was known)
         r.final_url = url
         r.elapsed_ms = round((r.responded_at - r.sent_at) * 1000, 3) if r.sent_at else 0.0
         return ex
