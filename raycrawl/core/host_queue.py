@@ -3,7 +3,7 @@
 A crawl has few distinct scores (by default a URL's depth), so the URLs wait in one FIFO per score, with a
 small heap of the scores present. Pushing and popping are then O(1) for a score already present, where one
 heap of (score, sequence, entry) tuples paid about 2·log2(n) tuple comparisons per URL -- the largest single
-cost of leasing.
+cost of leasing. The lowest score's FIFO is also kept at hand (``_head``): ``pop`` runs once per URL leased.
 """
 
 from __future__ import annotations
@@ -16,18 +16,19 @@ from raycrawl.core.records import UrlEntry
 
 
 class HostQueue:
-    __slots__ = ("_buckets", "_len", "_scores")
+    __slots__ = ("_buckets", "_head", "_scores", "size")
 
     def __init__(self) -> None:
         self._buckets: dict[float, deque[UrlEntry]] = {}
         self._scores: list[float] = []  # a heap of the keys of _buckets
-        self._len = 0
+        self._head: deque[UrlEntry] = deque()  # the bucket of the lowest score (an empty queue: a spare deque)
+        self.size = 0  # read-only outside: len() without a call, for the frontier's per-URL bound check
 
     def __len__(self) -> int:
-        return self._len
+        return self.size
 
     def __bool__(self) -> bool:
-        return self._len > 0
+        return self.size > 0
 
     def __iter__(self) -> Iterator[UrlEntry]:
         """Every entry, in the order ``pop`` would return them."""
@@ -39,18 +40,19 @@ class HostQueue:
         if bucket is None:
             bucket = self._buckets[score] = deque()
             heapq.heappush(self._scores, score)
+            if self._scores[0] == score:
+                self._head = bucket
         bucket.append(entry)
-        self._len += 1
+        self.size += 1
 
     def pop(self) -> UrlEntry:
-        """The entry to fetch next (the queue must not be empty)."""
-        score = self._scores[0]
-        bucket = self._buckets[score]
+        """The entry to fetch next (IndexError if the queue is empty)."""
+        bucket = self._head
         entry = bucket.popleft()
+        self.size -= 1
         if not bucket:
-            heapq.heappop(self._scores)
-            del self._buckets[score]
-        self._len -= 1
+            del self._buckets[heapq.heappop(self._scores)]
+            self._head = self._buckets[self._scores[0]] if self._scores else deque()
         return entry
 
     def remove_if(self, unwanted: Callable[[UrlEntry], bool]) -> list[UrlEntry]:
@@ -68,11 +70,12 @@ class HostQueue:
                 del self._buckets[score]
         self._scores = list(self._buckets)
         heapq.heapify(self._scores)
-        self._len -= len(removed)
+        self._head = self._buckets[self._scores[0]] if self._scores else deque()
+        self.size -= len(removed)
         return removed
 
     def clear(self) -> list[UrlEntry]:
         """Take out (and return) every entry, in order."""
         everything = list(self)
-        self._buckets, self._scores, self._len = {}, [], 0
+        self._buckets, self._scores, self._head, self.size = {}, [], deque(), 0
         return everything
