@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from raycrawl.adapters.fetcher import Fetcher, FetchSettings
-from raycrawl.core.records import FetchResult, Lease
+from raycrawl.core.records import FetchResult, Lease, UrlEntry
 from raycrawl.testing import TestWeb, WebSpec
 
 CANARY_IP = "127.0.0.98"
@@ -60,7 +60,7 @@ def fetch(settings: FetchSettings, urls: list[str], kind: str = "page", spacing:
     """Fetch urls in one stream, the i-th due ``i * spacing`` seconds after the fetcher is ready."""
     fetcher = Fetcher(settings)
     now = time.time()
-    leases = [Lease(i, 0, url, kind, now + i * spacing, now + 600) for i, url in enumerate(urls)]  # type: ignore[arg-type]
+    leases = [Lease(i, 0, kind, now + i * spacing, now + 600, UrlEntry(url, 0)) for i, url in enumerate(urls)]  # type: ignore[arg-type]
     try:
         results = [r for group in fetcher.fetch_stream(leases) for r in group]
     finally:

@@ -62,9 +62,9 @@ class FrontierSettings:
     first_slot_spread: float = 0.0  # new hosts' first requests spread over up to this long (core/politeness.py)
 
 
-# What a shard keeps of a lease until it is acked: the lease, its entry (None for robots.txt), the host.
+# What a shard keeps of a lease until it is acked: the lease (its entry inside) and its host.
 # A plain tuple: one is made per URL leased, and a tuple costs a third of a slotted dataclass to make.
-_Leased = tuple[Lease, UrlEntry | None, HostState]
+_Leased = tuple[Lease, HostState]
 
 
 @dataclass(slots=True)
@@ -102,7 +102,10 @@ class FrontierShard:
         self._clock = clock
         self._rng = random.Random(settings.seed * 7919 + shard_id)
         self._hosts: dict[str, HostState] = {}
-        self._ready: list[tuple[float, int, str]] = []  # (due, token, host): the ready-heap
+        # The ready-heap: (due, token, host). Tokens are unique over the shard (``_schedule``), so two entries
+        # never tie and the host itself is never compared; an entry is live while its host holds its token.
+        self._ready: list[tuple[float, int, HostState]] = []
+        self._tokens = 0
         self._leases: dict[int, _Leased] = {}
         self._expiry_check_at = float("inf")  # no lease can expire before this: expire() skips its scan until then
         self._terminals: list[Terminal] = []
@@ -128,8 +131,8 @@ class FrontierShard:
     def next_due(self) -> float | None:
         """When the earliest host may next be leased (None: no host is waiting to be leased)."""
         while self._ready:
-            due, token, key = self._ready[0]
-            if self._hosts[key].heap_token == token:
+            due, token, hs = self._ready[0]
+            if hs.heap_token == token:
                 return due
             heapq.heappop(self._ready)
         return None
@@ -158,7 +161,7 @@ class FrontierShard:
                 self.counters["rejected_host_budget"] += 1
                 self._end(entry, "out_of_budget", HOST_BUDGET)
                 continue
-            if len(hs.queue) >= s.max_queue_per_host:
+            if hs.queue.size >= s.max_queue_per_host:
                 self.counters["shed_host_queue"] += 1
                 self._end(entry, "out_of_budget", "per-host queue full")
                 continue
@@ -196,7 +199,8 @@ class FrontierShard:
 
     def _schedule(self, hs: HostState) -> None:
         """(Re)insert the host in the ready-heap if it could take a lease; older heap entries become stale."""
-        hs.heap_token += 1
+        self._tokens += 1
+        hs.heap_token = self._tokens
         if (
             hs.in_flight >= self.settings.per_host_concurrency
             or hs.robots_leased  # pages wait for the robots.txt answer
@@ -209,7 +213,7 @@ class FrontierShard:
         robots = hs.robots
         if robots is not None and robots.verdict == "unreachable" and robots.expires_at > due:
             due = robots.expires_at  # when robots.txt is asked for again
-        heapq.heappush(self._ready, (due, hs.heap_token, hs.key))
+        heapq.heappush(self._ready, (due, hs.heap_token, hs))
 
     # --- lease ---------------------------------------------------------------------------------------
 
@@ -218,56 +222,51 @@ class FrontierShard:
         self.expire(now)
         limit = now + horizon
         out: list[Lease] = []
-        ready, hosts, heappop = self._ready, self._hosts, heapq.heappop
-        concurrency = self.settings.per_host_concurrency
-        new_lease = self._new_lease
-        while ready and len(out) < max_urls:
-            due, token, key = ready[0]
-            hs = hosts[key]
+        # This loop runs once per URL leased: what it reads and counts is held in locals, written back after.
+        ready, heappop, leases, append = self._ready, heapq.heappop, self._leases, out.append
+        concurrency, shard, ttl = self.settings.per_host_concurrency, self.shard_id, self._lease_ttl
+        lease_id, queued, earliest = self._next_lease_id, self._queued, float("inf")
+        stop = lease_id + max_urls  # (lease ids are consecutive: the count leased is lease_id - first id)
+        while ready and lease_id < stop:
+            due, token, hs = ready[0]
             if hs.heap_token != token:
                 heappop(ready)
                 continue
             if due > limit:
                 break
             heappop(ready)
-            hs.heap_token += 1
-            host_due = hs.due()
-            not_before = host_due if host_due > now else now
+            hs.heap_token = 0  # (out of the ready-heap: tokens start at 1)
+            not_before = hs.next_allowed  # hs.due(), inline
+            if hs.blocked_until > not_before:
+                not_before = hs.blocked_until
+            if now > not_before:
+                not_before = now
             robots = hs.robots
             # Decided at the time the request will be sent: a lease may be handed out up to `horizon` early.
-            if robots is not None and robots.verdict != "unreachable" and robots.expires_at > not_before:
-                entry = hs.queue.pop()
-                self._queued -= 1
-                lease = new_lease(hs, entry.url, "page", not_before, entry)
+            if robots is not None and robots.expires_at > not_before and robots.verdict != "unreachable":
+                lease = Lease(lease_id, shard, "page", not_before, not_before + ttl, hs.queue.pop())
+                queued -= 1
             else:  # robots.txt first: none yet, expired by then, or unreachable (asked again once it expires)
                 if robots is not None and robots.expires_at > not_before:
                     not_before = robots.expires_at
-                lease = new_lease(hs, hs.origin + "/robots.txt", "robots", not_before, None)
+                robots_txt = UrlEntry(hs.origin + "/robots.txt", 0)
+                lease = Lease(lease_id, shard, "robots", not_before, not_before + ttl, robots_txt)
                 hs.robots_leased = True
+            leases[lease_id] = (lease, hs)
+            lease_id += 1
+            if not_before < earliest:
+                earliest = not_before
             hs.in_flight += 1
             # Provisional: the real next slot is set on ack from when the server answered.
             hs.next_allowed = not_before + hs.delay
-            out.append(lease)
+            append(lease)
             if hs.in_flight < concurrency:  # (otherwise an ack puts the host back in the ready-heap)
                 self._schedule(hs)
+        self._next_lease_id, self._queued = lease_id, queued
+        if earliest + ttl < self._expiry_check_at:
+            self._expiry_check_at = earliest + ttl
         self.counters["leased"] += len(out)
         return out
-
-    def _new_lease(self, hs: HostState, url: str, kind: Any, not_before: float, entry: UrlEntry | None) -> Lease:
-        lease_id = self._next_lease_id
-        self._next_lease_id = lease_id + 1
-        expires_at = not_before + self._lease_ttl
-        if entry is None:
-            lease = Lease(lease_id, self.shard_id, url, kind, not_before, expires_at)
-        else:
-            lease = Lease(
-                lease_id, self.shard_id, url, kind, not_before, expires_at,
-                entry.depth, entry.parent, entry.attempts, entry.redirects,
-            )  # fmt: skip
-        self._leases[lease_id] = (lease, entry, hs)
-        if expires_at < self._expiry_check_at:
-            self._expiry_check_at = expires_at
-        return lease
 
     # --- ack / release / expire ----------------------------------------------------------------------
 
@@ -282,12 +281,13 @@ class FrontierShard:
                 reply.stale.append(ack.lease_id)
                 self.counters["stale_acks"] += 1
                 continue
-            _, entry, hs = held
+            lease, hs = held
             hs.in_flight -= 1
             touched[hs.key] = hs
-            if entry is None:
+            if lease.kind == "robots":
                 self._robots_answered(hs, ack, now)
                 continue
+            entry = lease.entry
             was_paused = hs.paused
             hs.on_page_answer(ack, s.policy, s.pause_after, self._rng)
             if hs.paused is not None and was_paused is None:
@@ -365,19 +365,19 @@ class FrontierShard:
             held = self._leases.pop(lease_id, None)
             if held is None:
                 continue
-            _, entry, hs = held
+            lease, hs = held
             hs.in_flight -= 1
             hs.next_allowed = max(hs.next_allowed, now + hs.delay)
             hs.block(now + backoff(self.settings.policy, 1, self._rng), "backoff")
             touched[hs.key] = hs
             self.counters["released"] += 1
-            if entry is None:
+            if lease.kind == "robots":
                 hs.robots_leased = False
-            elif entry.attempts + 1 < self.settings.max_attempts:
-                self._requeue(hs, entry)
+            elif lease.attempts + 1 < self.settings.max_attempts:
+                self._requeue(hs, lease.entry)
             else:
                 hs.errors += 1
-                self._end(entry, "error", reason)
+                self._end(lease.entry, "error", reason)
         for hs in touched.values():
             self._schedule(hs)
 
@@ -387,7 +387,7 @@ class FrontierShard:
             return  # (called on every lease: a scan of all leases each time would cost more than the leasing)
         expired: list[int] = []
         next_check = float("inf")  # the earliest expiry among the leases that stay
-        for lease_id, (lease, _, _) in self._leases.items():
+        for lease_id, (lease, _) in self._leases.items():
             expires_at = lease.expires_at
             if expires_at <= now:
                 expired.append(lease_id)
@@ -402,7 +402,7 @@ class FrontierShard:
         """End everything queued as out_of_budget; a paused host's URLs say why it was paused."""
         for hs in self._hosts.values():
             self._end_queue(hs, "out_of_budget", f"host paused: {hs.paused}" if hs.paused else detail)
-            hs.heap_token += 1
+            hs.heap_token = 0
         self._ready = []
 
     # --- operator controls ---------------------------------------------------------------------------
@@ -470,9 +470,9 @@ class FrontierShard:
         """Everything this shard knows, as plain data. Leased URLs are saved as queued: after a restore nobody
         holds their lease, so they must be fetched again (DESIGN invariant 4)."""
         leased: dict[str, list[UrlEntry]] = {}
-        for _, entry, _ in self._leases.values():
-            if entry is not None:
-                leased.setdefault(host_key(entry.url), []).append(entry)
+        for lease, hs in self._leases.values():
+            if lease.kind == "page":
+                leased.setdefault(hs.key, []).append(lease.entry)
         hosts = [hs.saved([*hs.queue, *leased.get(hs.key, [])]) for hs in self._hosts.values()]
         return {
             "shard": self.shard_id,
@@ -506,7 +506,7 @@ class FrontierShard:
     def summary(self) -> dict[str, int]:
         now = self._clock()
         due = self.next_due()
-        ready = sum(1 for d, tok, key in self._ready if self._hosts[key].heap_token == tok and d <= now)
+        ready = sum(1 for d, tok, hs in self._ready if hs.heap_token == tok and d <= now)
         # Waiting: URLs queued, but not now (the politeness clock, a block, robots.txt, an answer pending).
         active = sum(1 for hs in self._hosts.values() if hs.queue and hs.paused is None and hs.closed is None)
         return {

@@ -46,18 +46,38 @@ class UrlEntry:
 
 @dataclass(slots=True)
 class Lease:
-    """A URL handed to a fetch task. It stays owned by its shard until acked (DESIGN invariant 4)."""
+    """A URL handed to a fetch task. It stays owned by its shard until acked (DESIGN invariant 4).
+
+    It carries its ``UrlEntry`` rather than copies of its fields: a shard makes one lease per URL, and every
+    field is paid for on each of them. A robots.txt lease carries an entry of its own (depth 0).
+    """
 
     lease_id: int
     shard: int
-    url: str
     kind: LeaseKind
     not_before: float  # wall-clock time before which the request must not be sent
     expires_at: float  # after this the shard may hand the URL out again: a fetcher must not send it then
-    depth: int = 0
-    parent: str | None = None
-    attempts: int = 0
-    redirects: tuple[str, ...] = ()
+    entry: UrlEntry
+
+    @property
+    def url(self) -> str:
+        return self.entry.url
+
+    @property
+    def depth(self) -> int:
+        return self.entry.depth
+
+    @property
+    def parent(self) -> str | None:
+        return self.entry.parent
+
+    @property
+    def attempts(self) -> int:
+        return self.entry.attempts
+
+    @property
+    def redirects(self) -> tuple[str, ...]:
+        return self.entry.redirects
 
 
 @dataclass(slots=True)
