@@ -34,9 +34,9 @@ from raycrawl.adapters.snapshots import open_store
 from raycrawl.config import CrawlConfig
 from raycrawl.core.batching import split_quota, take_batches
 from raycrawl.core.frontier import HOST_BUDGET, ShardReply
+from raycrawl.core.outlinks import children, screen, unfollowed_redirect
 from raycrawl.core.pages import fetch_record, terminal_record
 from raycrawl.core.records import Ack, FetchResult, Lease, Link, UrlEntry
-from raycrawl.core.redirects import redirect_problem
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
@@ -312,7 +312,7 @@ class Coordinator(Recovery, Reporting):
                     self.stats.robots_fetches += 1
                 else:
                     record = fetch_record(result)
-                    problem = self._redirect_problem(result)
+                    problem = unfollowed_redirect(result, self.cfg.max_redirects)
                     if problem is not None:
                         rule, record["error"] = problem
                         record["outcome"], result.outlinks = "error", []
@@ -322,43 +322,15 @@ class Coordinator(Recovery, Reporting):
                     self.stats.statuses[str(result.status or result.error)] += 1
                     self.stats.bytes += result.size
                     self.stats.fetch_nodes[result.node] += 1
-                    links.extend(self._children(result))
+                    links.extend(children(result, self.cfg.max_depth, self.stats.dropped))
             self._staged.extend(reply.leases)
         self.writer.write(records)
         self._record_metrics(records)
         self._route_links(links)
 
-    def _redirect_problem(self, result: FetchResult) -> tuple[str, str] | None:
-        if not (result.outlinks and result.status is not None and 300 <= result.status < 400):
-            return None
-        lease = result.lease
-        return redirect_problem(lease.redirects, lease.url, result.outlinks[0], self.cfg.max_redirects)
-
-    def _children(self, result: FetchResult) -> list[Link]:
-        if not result.outlinks or result.status is None or result.status >= 400:
-            return []
-        parent = result.lease.url
-        is_redirect = 300 <= result.status < 400
-        depth = result.lease.depth + (0 if is_redirect else 1)  # a redirect is not a hop away from its page
-        if self.cfg.max_depth is not None and depth > self.cfg.max_depth:
-            self.stats.dropped["max_depth"] += len(result.outlinks)
-            return []
-        chain = (*result.lease.redirects, parent) if is_redirect else ()
-        return [(url, depth, parent, chain) for url in result.outlinks]
-
     def _route_links(self, links: list[Link]) -> None:
         """Trap-, scope- and dedup-filter candidate links; the new ones become the next round's pushes."""
-        candidates: dict[str, tuple[int, str | None, tuple[str, ...]]] = {}
-        for url, depth, parent, chain in links:
-            if url in candidates:
-                continue
-            trap = self.traps.rejects(url)
-            if trap is not None:
-                self.stats.dropped[trap] += 1
-            elif not self.scope.allows(url):
-                self.stats.dropped["out_of_scope"] += 1
-            else:
-                candidates[url] = (depth, parent, chain)
+        candidates = screen(links, self.traps, self.scope, self.stats.dropped)
         if not candidates:
             return
         urls = list(candidates)

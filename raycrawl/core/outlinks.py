@@ -1,0 +1,57 @@
+"""From a fetched page to the links that may join the frontier: redirects, depth, traps and scope.
+
+Pure, and run by the coordinator for every result of a round; what passes is then deduplicated in one dedup
+call for the round and pushed to the shards that own the hosts. Every link turned away is counted in
+``dropped`` under the rule that turned it away (``stats.json``'s ``dropped_links``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from raycrawl.core.records import FetchResult, Link
+from raycrawl.core.redirects import redirect_problem
+from raycrawl.core.scope import ScopePolicy
+from raycrawl.core.traps import TrapRules
+
+# url -> (depth, parent, redirect chain) of the first link found to it
+Candidates = dict[str, tuple[int, str | None, tuple[str, ...]]]
+
+
+def unfollowed_redirect(result: FetchResult, max_redirects: int) -> tuple[str, str] | None:
+    """(rule, message) when ``result`` is a redirect that must not be followed (a loop, too long a chain)."""
+    if not (result.outlinks and result.status is not None and 300 <= result.status < 400):
+        return None
+    lease = result.lease
+    return redirect_problem(lease.redirects, lease.url, result.outlinks[0], max_redirects)
+
+
+def children(result: FetchResult, max_depth: int | None, dropped: Counter[str]) -> list[Link]:
+    """The links a fetched page (or a redirect's target) adds, at their depth and with the chain that led there."""
+    if not result.outlinks or result.status is None or result.status >= 400:
+        return []
+    parent = result.lease.url
+    is_redirect = 300 <= result.status < 400
+    depth = result.lease.depth + (0 if is_redirect else 1)  # a redirect is not a hop away from its page
+    if max_depth is not None and depth > max_depth:
+        dropped["max_depth"] += len(result.outlinks)
+        return []
+    chain = (*result.lease.redirects, parent) if is_redirect else ()
+    return [(url, depth, parent, chain) for url in result.outlinks]
+
+
+def screen(links: Iterable[Link], traps: TrapRules, scope: ScopePolicy, dropped: Counter[str]) -> Candidates:
+    """The links no trap rule rejects and the scope allows, the first one found for each URL."""
+    candidates: Candidates = {}
+    for url, depth, parent, chain in links:
+        if url in candidates:
+            continue
+        trap = traps.rejects(url)
+        if trap is not None:
+            dropped[trap] += 1
+        elif not scope.allows(url):
+            dropped["out_of_scope"] += 1
+        else:
+            candidates[url] = (depth, parent, chain)
+    return candidates
