@@ -6,8 +6,9 @@ import dataclasses
 import pickle
 
 import cloudpickle
+import pytest
 
-from raycrawl.core.records import Ack, FetchResult, Lease, Terminal, UrlEntry
+from raycrawl.core.records import Ack, FetchResult, Lease, Terminal, UrlEntry, compact_pickle
 
 
 def _samples() -> list[object]:
@@ -35,3 +36,13 @@ def test_the_pickle_holds_no_field_names() -> None:
     for value in _samples():
         for f in dataclasses.fields(value):  # type: ignore[arg-type]
             assert f.name.encode() not in blob, f"{type(value).__name__}.{f.name} pickled by name"
+
+
+def test_compact_pickle_refuses_a_dataclass_it_could_not_rebuild() -> None:
+    @dataclasses.dataclass
+    class Derived:
+        a: int
+        b: int = dataclasses.field(init=False, default=0)
+
+    with pytest.raises(TypeError, match="all set by __init__"):
+        compact_pickle(Derived)

@@ -7,7 +7,7 @@ Treat them as values all the same: nothing changes one after it is made (``datac
 
 Each pickles as its class and its field values in order (``compact_pickle``). The default pickle of a slotted
 dataclass is a dict of field names to values per object: leases and results cross Ray by the thousand, and
-the compact form is ~30% smaller and ~2.5x faster to pickle and unpickle.
+the compact form is 11-28% smaller and 2.3-3.5x faster to pickle and unpickle (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -21,7 +21,10 @@ T = TypeVar("T")
 
 def compact_pickle(cls: type[T]) -> type[T]:
     """Pickle instances of the dataclass ``cls`` as ``cls(*field values)``."""
-    values = attrgetter(*(f.name for f in fields(cls)))  # type: ignore[arg-type]
+    names = [f.name for f in fields(cls) if f.init]  # type: ignore[arg-type]
+    if len(names) < 2 or len(names) != len(fields(cls)):  # type: ignore[arg-type]
+        raise TypeError(f"compact_pickle needs two or more fields, all set by __init__: {cls.__name__}")
+    values = attrgetter(*names)  # (with two or more names, attrgetter returns a tuple)
 
     def __reduce__(self: T) -> tuple[type[T], tuple[Any, ...]]:
         return cls, values(self)
