@@ -57,7 +57,7 @@ class HostState:
     paused: str | None = None
     closed: tuple[Any, str] | None = None  # (outcome, detail) for every URL of this host from now on
     delay_override: float | None = None
-    heap_token: int = 0
+    heap_token: int = 0  # its live entry in the shard's ready-heap (tokens start at 1; 0: not in the heap)
     requests: int = 0
     fetched: int = 0
     errors: int = 0
