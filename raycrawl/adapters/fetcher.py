@@ -43,7 +43,7 @@ from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links, is_html
 from raycrawl.core.records import FetchResult, Lease
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
-from raycrawl.core.urls import canonicalize, split_netloc
+from raycrawl.core.urls import canonicalize, host_key, hostname
 
 MAX_CONNECTIONS = 1024  # open connections per worker process, all hosts together (politeness is the shards')
 DNS_CACHE_S = 10  # resolved (and checked) addresses kept this long
@@ -253,7 +253,7 @@ class Fetcher:
 
     async def _request(self, url: str, ex: _Exchange, limit: int) -> None:
         r = ex.result
-        host, _ = split_netloc(url.partition("://")[2].split("/", 1)[0])
+        host = hostname(host_key(url))
         if _is_ip_literal(host) and not self._guard.allowed(host):
             raise BlockedAddress(f"{host} is not an address this crawl may connect to")
         r.sent_at = time.time()

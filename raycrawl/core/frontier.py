@@ -97,7 +97,6 @@ class FrontierShard:
     ) -> None:
         self.shard_id = shard_id
         self.settings = settings
-        self._lease_ttl = settings.lease_ttl
         self._score = score
         self._clock = clock
         self._rng = random.Random(settings.seed * 7919 + shard_id)
@@ -224,7 +223,7 @@ class FrontierShard:
         out: list[Lease] = []
         # This loop runs once per URL leased: what it reads and counts is held in locals, written back after.
         ready, heappop, leases, append = self._ready, heapq.heappop, self._leases, out.append
-        concurrency, shard, ttl = self.settings.per_host_concurrency, self.shard_id, self._lease_ttl
+        concurrency, shard, ttl = self.settings.per_host_concurrency, self.shard_id, self.settings.lease_ttl
         lease_id, queued, earliest = self._next_lease_id, self._queued, float("inf")
         stop = lease_id + max_urls  # (lease ids are consecutive: the count leased is lease_id - first id)
         while ready and lease_id < stop:

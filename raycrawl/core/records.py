@@ -21,10 +21,10 @@ T = TypeVar("T")
 
 def compact_pickle(cls: type[T]) -> type[T]:
     """Pickle instances of the dataclass ``cls`` as ``cls(*field values)``."""
-    names = [f.name for f in fields(cls) if f.init]  # type: ignore[arg-type]
-    if len(names) < 2 or len(names) != len(fields(cls)):  # type: ignore[arg-type]
+    every = fields(cls)  # type: ignore[arg-type]
+    if len(every) < 2 or not all(f.init for f in every):
         raise TypeError(f"compact_pickle needs two or more fields, all set by __init__: {cls.__name__}")
-    values = attrgetter(*names)  # (with two or more names, attrgetter returns a tuple)
+    values = attrgetter(*(f.name for f in every))  # (with two or more names, attrgetter returns a tuple)
 
     def __reduce__(self: T) -> tuple[type[T], tuple[Any, ...]]:
         return cls, values(self)
