@@ -33,6 +33,15 @@ BLOCKED = [
     "::ffff:10.0.0.1",
     "ff02::1",
     "2002:7f00:0001::1",
+    # Denied by name, whatever this Python's ipaddress tables say (they changed between patch releases):
+    "fec0::1",  # deprecated IPv6 site-local
+    "feff::1",
+    "::ffff:fec0:1",
+    "192.0.0.1",
+    "192.0.0.9",  # (some releases call 192.0.0.9/32 and 192.0.0.10/32 global)
+    "192.0.0.10",
+    "192.0.0.170",
+    "192.0.0.255",
     "not-an-ip",
 ]
 ALLOWED = ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8"]

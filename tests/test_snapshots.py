@@ -79,3 +79,30 @@ def test_unreachable_redis_is_a_clear_error() -> None:
     with pytest.raises(StoreUnavailable) as err:
         store.ping()
     assert "unavailable" in str(err.value) and "secret" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://:hunter2@127.0.0.1:{port}/0",
+        "redis://user:hunter2@127.0.0.1:{port}/0",
+        "redis://:hun@ter/2#x@127.0.0.1:{port}/0",  # a password with the characters that end a userinfo
+        "redis://127.0.0.1:{port}/0?password=hunter2",
+        "redis://127.0.0.1:{port}/0?db=1&Password=hunter2&x=1",
+        "rediss://:hunter2@127.0.0.1:{port}/0",
+    ],
+)
+def test_no_redis_error_message_shows_the_password(url: str) -> None:
+    from raycrawl.testing import free_port
+
+    store = RedisSnapshotStore(url.format(port=free_port()), "x", timeout=1.0)
+    with pytest.raises(StoreUnavailable) as caught:
+        store.ping()
+    assert "hunter2" not in str(caught.value) and "127.0.0.1" in str(caught.value)
+    assert "hunter2" not in store.describe()
+
+
+def test_a_malformed_redis_url_is_refused_without_its_password() -> None:
+    with pytest.raises(StoreUnavailable) as caught:
+        RedisSnapshotStore("redis-cluster://:hunter2@host/0?password=hunter2", "x")
+    assert "hunter2" not in str(caught.value) and "bad Redis URL" in str(caught.value)

@@ -21,6 +21,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Protocol
 
+from raycrawl.core.urls import redact_credentials
+
 CHUNK_BYTES = 1 << 20  # Redis values are written in 1 MiB chunks: no single huge command
 
 
@@ -134,6 +136,13 @@ class LocalDirStore:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def redis_url_for_messages(url: str) -> str:
+    """The Redis URL without its password: no ``user:pass@`` (up to the last ``@``, as a password may hold any
+    character) and no ``?password=`` value."""
+    scheme, sep, rest = url.partition("://")
+    return redact_credentials(f"{scheme}{sep}{rest.rpartition('@')[2]}")
+
+
 class RedisSnapshotStore:
     """Checkpoints in Redis under ``raycrawl:{crawl_id}:``; the ``current`` key is set last (the commit point)."""
 
@@ -146,15 +155,17 @@ class RedisSnapshotStore:
         try:
             self._redis = redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
         except ValueError as exc:
-            raise StoreUnavailable(f"bad Redis URL {url!r}: {exc}") from None
-        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+            safe = redis_url_for_messages(url)
+            raise StoreUnavailable(f"bad Redis URL {safe!r}: {str(exc).replace(url, safe)}") from None
+        # redis-py reports some bad URLs only when it first connects, and as TypeError or ValueError (an unknown
+        # query option): translated here, like a refused connection, into one message without a traceback.
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError, TypeError, ValueError)
 
     def describe(self) -> str:
         return f"Redis {self._safe_url()} (crawl id {self.crawl_id})"
 
     def _safe_url(self) -> str:
-        scheme, sep, rest = self.url.partition("://")
-        return f"{scheme}{sep}{rest.rpartition('@')[2]}"  # never print a password
+        return redis_url_for_messages(self.url)
 
     def ping(self) -> None:
         self._call(self._redis.ping)
@@ -163,7 +174,8 @@ class RedisSnapshotStore:
         try:
             return fn(*args)
         except self._errors as exc:
-            raise StoreUnavailable(f"Redis at {self._safe_url()} is unavailable: {exc}") from None
+            safe = self._safe_url()
+            raise StoreUnavailable(f"Redis at {safe} is unavailable: {str(exc).replace(self.url, safe)}") from None
 
     def _key(self, checkpoint_id: int, name: str, chunk: int | None = None) -> str:
         tail = "" if chunk is None else f":{chunk}"

@@ -117,11 +117,13 @@ _CACHED_HOST_LENGTH = 256
 _cached_host = functools.lru_cache(maxsize=65_536)(_host_from_text)
 
 _USERINFO = re.compile(r"(?<=//)[^/?#@\s]*@")
+_SECRET_PARAM = re.compile(r"(?i)([?&;](?:password|passwd|pass|pwd|secret|token|access_key|auth)=)[^&#\s]*")
 
 
 def redact_credentials(text: str) -> str:
-    """The text with any ``user:pass@`` after a ``//`` removed: for messages about URLs that did not parse."""
-    return _USERINFO.sub("", text)
+    """The text with any ``user:pass@`` after a ``//`` removed, and the values of query parameters that carry
+    secrets (``?password=…``, as Redis URLs may) replaced by ``***``: for messages about URLs."""
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub("", text))
 
 
 def _ends_in_number(host: str) -> bool:
