@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from raycrawl.core.robots_txt import product_token
 from raycrawl.errors import ConfigError
 
 ENV_PREFIX = "RAYCRAWL_"
@@ -140,7 +141,11 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.shards is None or cfg.shards >= 1, "shards", "a whole number >= 1")
     need(cfg.bloom_capacity >= 1000, "bloom_capacity", "a whole number >= 1000")
     need(0 < cfg.bloom_error_rate < 0.5, "bloom_error_rate", "a fraction between 0 and 0.5")
-    need(bool(cfg.user_agent.strip()) and "\n" not in cfg.user_agent, "user_agent", "a one-line product token")
+    need(
+        cfg.user_agent.isprintable() and product_token(cfg.user_agent) is not None,
+        "user_agent",
+        "one printable line naming the crawler's product token, e.g. 'examplebot/1.0 (+https://example.com/bot)'",
+    )
     need(cfg.fetch_batch_size >= 1, "fetch_batch_size", "a whole number >= 1")
     need(cfg.max_tasks_in_flight >= 1, "max_tasks_in_flight", "a whole number >= 1")
     need(0 < cfg.fetch_task_cpus <= 64, "fetch_task_cpus", "CPUs per fetch task, > 0")

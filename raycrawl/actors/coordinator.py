@@ -428,6 +428,7 @@ class Coordinator(Recovery, Reporting):
                 result.error,
                 result.body,
                 result.retry_at,
+                result.truncated,
             )
         )
         result.body = None

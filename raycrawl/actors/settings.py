@@ -8,7 +8,7 @@ from raycrawl.adapters.fetcher import FetchSettings
 from raycrawl.config import CrawlConfig
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
-from raycrawl.core.robots import ua_token
+from raycrawl.core.robots import product_token
 
 
 def crawl_id_of(cfg: CrawlConfig, out_dir: str) -> str:
@@ -38,7 +38,7 @@ def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
         crawl_delay_policy=cfg.crawl_delay_policy,
         pause_after=cfg.pause_after,
         robots_ttl=cfg.robots_ttl,
-        ua_token=ua_token(cfg.user_agent),
+        ua_token=product_token(cfg.user_agent) or "*",  # (config validation refuses an agent without one)
         max_attempts=cfg.max_attempts,
         max_queue_per_host=cfg.max_queue_per_host,
         max_queue_total=cfg.max_queue_total,

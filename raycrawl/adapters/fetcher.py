@@ -67,6 +67,10 @@ class FetchSettings:
     allow_networks: tuple[str, ...] = ()
 
 
+class RedirectFailed(ValueError):
+    """A robots.txt redirect hop without a Location that can be followed."""
+
+
 class BlockedAddress(Exception):
     """The host resolved to an address the crawl may not connect to (loopback, private, metadata ...)."""
 
@@ -231,13 +235,13 @@ class Fetcher:
         try:
             # The whole fetch, however the server dribbles its bytes, ends by the deadline.
             async with asyncio.timeout(s.deadline):
-                for _ in range(hops + 1):
+                for hop in range(hops + 1):
                     await self._request(url, ex, limit)
-                    if not (r.status in REDIRECT_STATUSES and ex.location and hops):
-                        break
-                    target = canonicalize(urljoin(url, ex.location))
-                    if target is None:
-                        break
+                    if not (r.status in REDIRECT_STATUSES and hop < hops):
+                        break  # (a redirect past the last hop: "unavailable", RFC 9309 2.3.1.2)
+                    target = canonicalize(urljoin(url, ex.location)) if ex.location else None
+                    if target is None:  # a hop that cannot be followed: robots.txt is unreachable, not absent
+                        raise RedirectFailed(f"redirect from {url} has no usable Location")
                     url = target
         except aiohttp.ClientError as exc:  # (aiohttp's connect and read timeouts are TimeoutErrors too)
             r.error, r.transient = type(exc).__name__, not isinstance(exc, ValueError)  # (InvalidURL is)
@@ -245,7 +249,8 @@ class Fetcher:
             r.error, r.transient = f"Deadline: not done in {s.deadline:g} s", True
         except (OSError, ValueError, BlockedAddress) as exc:
             r.error = type(exc).__name__ if not isinstance(exc, DecodingError) else f"DecodingError: {exc}"
-            r.transient = not isinstance(exc, ValueError | BlockedAddress)
+            # (a failed robots.txt hop may work later: asked again, as for any unreachable robots.txt)
+            r.transient = isinstance(exc, RedirectFailed) or not isinstance(exc, ValueError | BlockedAddress)
         r.responded_at = r.responded_at or time.time()  # (a failure: the slot counts from when it was known)
         r.final_url = url
         r.elapsed_ms = round((r.responded_at - r.sent_at) * 1000, 3) if r.sent_at else 0.0

@@ -152,7 +152,7 @@ class FrontierShard:
                 self._end(entry, hs.closed[0], hs.closed[1])
                 continue
             robots = hs.robots  # (unreachable rules are not applied: robots.txt is asked for again first)
-            if robots is not None and robots.verdict == "parsed" and not robots.allows(entry.url, s.ua_token):
+            if robots is not None and robots.verdict == "parsed" and not robots.allows(entry.url):
                 self.counters["robots_denied"] += 1
                 self._end(entry, "robots_denied", "disallowed by robots.txt")
                 continue
@@ -319,7 +319,8 @@ class FrontierShard:
         hs.requests += 1
         answered = ack.responded_at or now
         hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
-        rules = rules_from_fetch(ack.status, ack.body, s.ua_token, now, s.robots_ttl)
+        failed = ack.error is not None  # (a transport failure, a cut body, a failed hop: RFC 9309 "unreachable")
+        rules = rules_from_fetch(ack.status, ack.body, s.ua_token, now, s.robots_ttl, failed, ack.truncated)
         self.counters["robots_fetched"] += 1
         if rules.unreachable:
             hs.robots_failures += 1
@@ -344,7 +345,7 @@ class FrontierShard:
                 return
         hs.recompute_delay(s.policy)
         hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
-        denied = hs.queue.remove_if(lambda entry: not rules.allows(entry.url, s.ua_token))
+        denied = hs.queue.remove_if(lambda entry: not rules.allows(entry.url))
         for entry in denied:
             self._end(entry, "robots_denied", "disallowed by robots.txt")
         self.counters["robots_denied"] += len(denied)
@@ -485,7 +486,7 @@ class FrontierShard:
         self._next_lease_id = int(snapshot["next_lease_id"])
         self.counters.update(snapshot["counters"])
         for saved in snapshot["hosts"]:
-            hs, queue = HostState.from_saved(saved, self.settings.policy)
+            hs, queue = HostState.from_saved(saved, self.settings.policy, self.settings.ua_token)
             # What happened after the checkpoint is unknown (a killed crawl may have just hit this host):
             # count a request as made right now.
             hs.next_allowed = max(hs.next_allowed, self._clock() + hs.delay)

@@ -136,14 +136,14 @@ class HostState:
         return out
 
     @classmethod
-    def from_saved(cls, saved: dict[str, Any], policy: DelayPolicy) -> tuple[HostState, list[UrlEntry]]:
+    def from_saved(cls, saved: dict[str, Any], policy: DelayPolicy, ua_token: str) -> tuple[HostState, list[UrlEntry]]:
         """A host and its URLs from ``saved()`` data; every field must be there but ``admitted``."""
         hs = cls(key=saved["key"], origin=saved["origin"], delay=policy.delay)
         for name in SAVED_FIELDS:
             if name != "admitted":
                 setattr(hs, name, saved[name])
         hs.admitted = saved.get("admitted", 0)  # (checkpoints from before the per-host page budget have none)
-        hs.robots = RobotsRules.from_dict(saved["robots"]) if saved["robots"] else None
+        hs.robots = RobotsRules.from_dict(saved["robots"], ua_token) if saved["robots"] else None
         hs.closed = (saved["closed"][0], saved["closed"][1]) if saved["closed"] else None
         hs.recompute_delay(policy)
         return hs, [UrlEntry.from_row(row) for row in saved["queue"]]

@@ -140,6 +140,7 @@ class Ack:
     error: str | None = None
     body: bytes | None = None
     retry_at: float | None = None  # from Retry-After: no request to the host before this wall-clock time
+    truncated: bool = False  # reading stopped at the size limit (a robots.txt is then parsed to its last line)
 
 
 @compact_pickle
