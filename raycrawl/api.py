@@ -17,7 +17,7 @@ from typing import Any
 
 from raycrawl.adapters.output import PAGES_FILE, STATS_FILE, read_pages
 from raycrawl.config import CrawlConfig
-from raycrawl.core.urls import canonicalize, redact_credentials
+from raycrawl.core.urls import canonicalize, redact_credentials, request_form
 from raycrawl.errors import ConfigError, SeedError, ServiceError
 from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 
@@ -34,21 +34,22 @@ class SeedProblem:
         return f"{self.source}:{self.line}: not an http(s) URL: {redact_credentials(self.text)!r}"
 
 
-def canonical_seeds(
+def seed_urls(
     raw: Iterable[tuple[str, int, str]], tracking_params: tuple[str, ...]
 ) -> tuple[list[str], list[SeedProblem]]:
-    """(source, line, text) seeds as canonical URLs, first occurrence kept, in order; and the ones that are not
-    http(s) URLs."""
+    """(source, line, text) seeds as they will be requested (``urls.request_form``: a seed, like a link, is sent
+    as written), the first of each canonical URL kept, in order; and the ones that are not http(s) URLs."""
     seeds: list[str] = []
     kept: set[str] = set()
     problems: list[SeedProblem] = []
     for source, number, text in raw:
         canonical = canonicalize(text, tracking_params)
-        if canonical is None:
+        requested = request_form(text) if canonical is not None else None
+        if canonical is None or requested is None:
             problems.append(SeedProblem(source, number, text))
         elif canonical not in kept:
             kept.add(canonical)
-            seeds.append(canonical)
+            seeds.append(requested)
     return seeds, problems
 
 
@@ -64,7 +65,7 @@ def load_seeds(cfg: CrawlConfig) -> tuple[list[str], list[SeedProblem]]:
             line = line.strip()
             if line and not line.startswith("#"):
                 raw.append((cfg.seeds_file, number, line))
-    seeds, problems = canonical_seeds(raw, cfg.tracking_params)
+    seeds, problems = seed_urls(raw, cfg.tracking_params)
     if problems and cfg.strict:
         raise SeedError("; ".join(map(str, problems)))
     if not seeds and not cfg.resume:
@@ -197,13 +198,13 @@ class Crawl:
         self._require_started()
         if self.done():
             raise RuntimeError("the crawl has finished: start a new one (or resume this one) to add seeds")
-        canonical, problems = canonical_seeds(
+        seeds, problems = seed_urls(
             (("add_seeds", i + 1, url) for i, url in enumerate(urls)), self.config.tracking_params
         )
         if problems:
             raise ValueError(f"not http(s) URLs: {[redact_credentials(p.text) for p in problems]!r}")
-        self._actor.add_seeds.remote(canonical)
-        return len(canonical)
+        self._actor.add_seeds.remote(seeds)
+        return len(seeds)
 
     def pause(self, reason: str = "paused by operator") -> None:
         """Start no new requests (fetches under way finish); queued URLs wait for resume()."""

@@ -117,10 +117,16 @@ def assert_each_url_once(records: list[dict[str, Any]]) -> None:
 
 
 def warc_page_responses(out_dir: Any) -> Counter[str]:
-    """How many response records each page URL has across the WARC files (robots.txt left out)."""
+    """How many response records each page has across the WARC files (robots.txt left out), by canonical URL.
+
+    WARC-Target-URI is the URL as it was requested (spelt as its link wrote it); records' ``url`` is canonical.
+    """
     from pathlib import Path
 
     from warcio.archiveiterator import ArchiveIterator
+
+    from raycrawl.config import DEFAULT_TRACKING_PARAMS
+    from raycrawl.core.urls import canonicalize
 
     counts: Counter[str] = Counter()
     for path in (Path(out_dir) / "warc").glob("*.warc.gz"):
@@ -128,5 +134,5 @@ def warc_page_responses(out_dir: Any) -> Counter[str]:
             for rec in ArchiveIterator(f):
                 uri = rec.rec_headers.get_header("WARC-Target-URI")
                 if rec.rec_type == "response" and not uri.endswith("/robots.txt"):
-                    counts[uri] += 1
+                    counts[canonicalize(uri, DEFAULT_TRACKING_PARAMS) or uri] += 1
     return counts

@@ -85,3 +85,45 @@ def test_any_bytes_decode_or_fail_cleanly_and_terminate(encoding: str, data: byt
     except DecodingError:
         return
     assert len(decoder.body) <= 4096
+
+
+def test_more_than_five_content_encoding_layers_is_an_error_before_any_work() -> None:
+    import gzip
+
+    from raycrawl.core.decoding import MAX_CODINGS, BoundedDecoder, DecodingError
+
+    body = b"<html>ok</html>"
+    for _ in range(MAX_CODINGS):
+        body = gzip.compress(body)
+    assert BoundedDecoder(", ".join(["gzip"] * MAX_CODINGS), 1024).feed(body) == b"<html>ok</html>"
+    with pytest.raises(DecodingError, match="more than 5"):
+        BoundedDecoder(", ".join(["gzip"] * (MAX_CODINGS + 1)), 1024)
+    with pytest.raises(DecodingError, match="more than 5"):
+        BoundedDecoder("gzip," * 1_000_000, 1024)  # (split no further than needed to tell)
+
+
+@pytest.mark.parametrize(
+    "label", ["zlib", "base64", "rot13", "hex", "bz2", "uu", "quopri", "idna", "utf-7", "x-no-such"]
+)
+def test_a_charset_label_that_is_no_whatwg_encoding_falls_back(label: str) -> None:
+    from raycrawl.core.links import decode_html, html_charset
+
+    page = b'<html><a href="/x">\xc3\xa9</a></html>'
+    assert html_charset(page, f"text/html; charset={label}") == ("utf-8", 0)
+    assert decode_html(page, f"text/html; charset={label}") == '<html><a href="/x">é</a></html>'
+
+
+@pytest.mark.parametrize(
+    ("label", "name"),
+    [
+        ("latin1", "windows-1252"),
+        (" UTF8 ", "utf-8"),
+        ("x-sjis", "shift_jis"),
+        ("csiso2022kr", "utf-8"),
+        ("gb2312", "gbk"),
+    ],
+)
+def test_whatwg_labels_are_honoured(label: str, name: str) -> None:
+    from raycrawl.core.links import html_charset
+
+    assert html_charset(b"<html>", f"text/html; charset={label}") == (name, 0)

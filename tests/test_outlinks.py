@@ -21,12 +21,12 @@ def test_a_page_adds_its_links_one_hop_deeper_and_a_redirect_at_its_own_depth_wi
     dropped: Counter[str] = Counter()
     page = _result("http://a.test/p", 200, ["http://a.test/x", "http://b.test/y"], depth=1)
     assert children(page, None, dropped) == [
-        ("http://a.test/x", 2, "http://a.test/p", ()),
-        ("http://b.test/y", 2, "http://a.test/p", ()),
+        ("http://a.test/x", 2, "http://a.test/p", (), None),
+        ("http://b.test/y", 2, "http://a.test/p", (), None),
     ]
     hop = _result("http://a.test/r2", 301, ["http://a.test/r3"], depth=1, redirects=("http://a.test/r1",))
     assert children(hop, None, dropped) == [
-        ("http://a.test/r3", 1, "http://a.test/r2", ("http://a.test/r1", "http://a.test/r2"))
+        ("http://a.test/r3", 1, "http://a.test/r2", ("http://a.test/r1", "http://a.test/r2"), None)
     ]
     assert children(_result("http://a.test/gone", 404, ["http://a.test/z"]), None, dropped) == []
     assert children(_result("http://a.test/down", None, ["http://a.test/z"]), None, dropped) == []
@@ -56,11 +56,29 @@ def test_screen_keeps_the_first_link_to_each_url_and_counts_every_rule() -> None
     scope = ScopePolicy("host", ["http://a.test/"])
     traps = TrapRules(max_path_depth=3, max_repeated_segments=2)
     links = [
-        ("http://a.test/x", 1, "http://a.test/", ()),
-        ("http://a.test/x", 5, "http://a.test/other", ()),  # the same URL again: the first one stands
-        ("http://b.test/x", 1, "http://a.test/", ()),  # another host
-        ("http://a.test/1/2/3/4", 1, "http://a.test/", ()),  # too deep
-        ("http://a.test/s/s/s", 1, "http://a.test/", ()),  # a repeating segment
+        ("http://a.test/x", 1, "http://a.test/", (), "http://a.test/x?"),
+        ("http://a.test/x", 5, "http://a.test/other", (), None),  # the same URL again: the first one stands
+        ("http://b.test/x", 1, "http://a.test/", (), None),  # another host
+        ("http://a.test/1/2/3/4", 1, "http://a.test/", (), None),  # too deep
+        ("http://a.test/s/s/s", 1, "http://a.test/", (), None),  # a repeating segment
     ]
-    assert screen(links, traps, scope, dropped) == {"http://a.test/x": (1, "http://a.test/", ())}
+    assert screen(links, traps, scope, dropped) == {"http://a.test/x": (1, "http://a.test/", (), "http://a.test/x?")}
     assert dropped == Counter({"out_of_scope": 1, "path_too_deep": 1, "repeated_segment": 1})
+
+
+def test_a_link_keeps_the_spelling_it_was_written_in() -> None:
+    page = _result("http://a.test/p", 200, ["http://a.test/s?lang=en&q=x", "http://a.test/y"])
+    page.spellings = {"http://a.test/s?lang=en&q=x": "http://a.test/s?q=x&lang=en"}
+    assert children(page, None, Counter()) == [
+        ("http://a.test/s?lang=en&q=x", 2, "http://a.test/p", (), "http://a.test/s?q=x&lang=en"),
+        ("http://a.test/y", 2, "http://a.test/p", (), None),
+    ]
+
+
+def test_seeds_are_links_under_their_canonical_url_spelt_as_given() -> None:
+    from raycrawl.core.outlinks import seed_links
+
+    assert seed_links(["http://a.test/s?q=x&lang=en&utm_source=m", "http://a.test/"], ("utm_*",)) == [
+        ("http://a.test/s?lang=en&q=x", 0, None, (), "http://a.test/s?q=x&lang=en&utm_source=m"),
+        ("http://a.test/", 0, None, (), None),
+    ]

@@ -19,6 +19,7 @@ from ray_cluster import RayHead
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.snapshots import LocalDirStore, RedisSnapshotStore, SnapshotStore
+from raycrawl.config import DEFAULT_TRACKING_PARAMS
 from raycrawl.core.urls import canonicalize
 from raycrawl.testing import TestWeb, WebSpec
 
@@ -98,7 +99,7 @@ def test_sigkill_then_resume_records_every_page_once(
 
     # Fetched twice: at most one checkpoint interval of work, i.e. what the server saw in the interval before the
     # kill (checkpoint cuts are at most INTERVAL apart; 0.2 s for the kill itself to land).
-    seen = Counter(canonicalize(f"http://{r['host']}{r['path']}") for r in after)
+    seen = Counter(canonicalize(f"http://{r['host']}{r['path']}", DEFAULT_TRACKING_PARAMS) for r in after)
     twice = sum(n - 1 for n in seen.values() if n > 1)
     last_interval = sum(1 for r in before if killed_at - INTERVAL - 0.2 <= r["t"])
     print(f"fetched twice: {twice}; pages in the last checkpoint interval before the kill: {last_interval}")

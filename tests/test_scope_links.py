@@ -36,7 +36,7 @@ def test_links_resolved_against_base_and_page() -> None:
       <a href="rel">r</a><a href="/abs?utm_source=x#f">a</a><area href="http://other.test/m">
       <a href="mailto:x@y">m</a><a href="javascript:void(0)">j</a><a>no href</a><a href="rel">dup</a>
     </body></html>"""
-    assert extract_links(html, "http://h/page/1", ["utm_*"]) == [
+    assert extract_links(html, "http://h/page/1", ["utm_*"]).urls == [
         "http://h/base/rel",
         "http://h/abs",
         "http://other.test/m",
@@ -44,12 +44,50 @@ def test_links_resolved_against_base_and_page() -> None:
 
 
 def test_links_relative_to_page_without_base() -> None:
-    assert extract_links('<a href="../x">x</a>', "http://h/a/b/c") == ["http://h/a/x"]
+    assert extract_links('<a href="../x">x</a>', "http://h/a/b/c").urls == ["http://h/a/x"]
 
 
 def test_link_cap() -> None:
     html = "".join(f'<a href="/{i}">' for i in range(100))
-    assert len(extract_links(html, "http://h/", max_links=10)) == 10
+    links = extract_links(html, "http://h/", max_links=10)
+    assert len(links.urls) == 10 and links.capped
+    assert not extract_links(html, "http://h/", max_links=100).capped
+
+
+def test_the_work_on_a_page_of_links_is_bounded_not_only_the_links_kept() -> None:
+    from raycrawl.core import links as module
+
+    # 100,000 anchors to one URL: only SCAN_FACTOR x max_links of them are looked at, and that is said.
+    html = '<a href="/same">x</a>' * 100_000 + '<a href="/last">y</a>'
+    looked: list[str] = []
+    real = module.resolve_href
+    try:
+        module.resolve_href = lambda base, origin, href: looked.append(href) or real(base, origin, href)  # type: ignore[assignment,func-returns-value]
+        links = extract_links(html, "http://h/", max_links=50)
+    finally:
+        module.resolve_href = real  # type: ignore[assignment]
+    assert links.urls == ["http://h/same"] and links.capped  # /last lies past the 200 anchors looked at
+    assert looked == ["/same"]
+
+
+def test_links_are_kept_as_written_beside_their_canonical_form() -> None:
+    html = (
+        '<a href="/search?q=x&amp;lang=en">s</a><a href="/a?b=2&amp;a=1&amp;utm_source=z">t</a>'
+        '<a href="/p\\q">b</a><a href="/plain">p</a><a href=" /sp%7eace\u00a0x ">w</a>'
+    )
+    links = extract_links(html, "http://h/", ["utm_*"])
+    assert links.urls == [
+        "http://h/search?lang=en&q=x",
+        "http://h/a?a=1&b=2",
+        "http://h/p/q",
+        "http://h/plain",
+        "http://h/sp~ace%C2%A0x",
+    ]
+    assert links.spellings == {
+        "http://h/search?lang=en&q=x": "http://h/search?q=x&lang=en",
+        "http://h/a?a=1&b=2": "http://h/a?b=2&a=1&utm_source=z",
+        "http://h/sp~ace%C2%A0x": "http://h/sp%7Eace%C2%A0x",
+    }
 
 
 def test_html_detection_and_charset() -> None:
@@ -57,15 +95,16 @@ def test_html_detection_and_charset() -> None:
     assert not is_html("application/pdf", b"<html>")
     assert is_html(None, b"  <!DOCTYPE html><html>")
     assert charset_of('text/html; charset="ISO-8859-1"') == "ISO-8859-1"
-    assert decode_html("é".encode("latin-1"), "text/html; charset=latin-1") == "é"
+    assert decode_html("é".encode("latin-1"), "text/html; charset=latin1") == "é"  # (a WHATWG label; "latin-1" is not)
     assert decode_html(b"\xff", "text/html; charset=bogus") == "\ufffd"
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=300), st.sampled_from(["http://h/", "https://x.test/a/b?c"]))
 def test_link_extraction_never_raises(html: str, page: str) -> None:
-    for link in extract_links(html, page):
-        assert link.startswith(("http://", "https://"))
+    links = extract_links(html, page)
+    for link in [*links.urls, *links.spellings.values()]:
+        assert link.startswith(("http://", "https://")) and link.isascii()
 
 
 def test_encoding_order_bom_then_header_then_meta_then_utf8() -> None:

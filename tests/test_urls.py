@@ -17,7 +17,12 @@ CASES = [
     ("http://example.com./", "http://example.com/"),
     ("http://[0:0::1]:8080/", "http://[::1]:8080/"),
     ("http://example.com/?utm_source=x&id=3&gclid=1&fbclid=2", "http://example.com/?id=3"),
-    ("http://example.com/?q=a%26b&q=a", "http://example.com/?q=a&q=a%26b"),
+    ("http://example.com/?q=a%26b&q=a", "http://example.com/?q=a%26b&q=a"),  # a repeated key keeps its order
+    ("http://example.com/?a=2&b=1&a=1", "http://example.com/?a=2&a=1&b=1"),
+    ("http://example.com/a\\b\\c?x=\\", "http://example.com/a/b/c?x=%5C"),  # '\\' in the path is '/'
+    (" \t http://example.com/a\tb\n \x00", "http://example.com/ab"),  # C0 and space stripped, tab/newline removed
+    ("http://example.com/a\u00a0", "http://example.com/a%C2%A0"),  # no other whitespace is stripped
+    ("http://example.com/\u3000", "http://example.com/%E3%80%80"),
     ("http://example.com/a/../../..", "http://example.com/"),
     ("http://example.com/.well-known/a/.", "http://example.com/.well-known/a/"),
     # WHATWG: a host is mapped to ASCII first, then read as IPv4 if it ends in a number
@@ -137,3 +142,36 @@ def test_tracking_patterns_match_whole_names_case_insensitively(
     query: str, tracking: tuple[str, ...], expected: str
 ) -> None:
     assert canonicalize(f"http://a.test/?{query}", tracking) == f"http://a.test/?{expected}".rstrip("?")
+
+
+REQUEST_FORMS = [
+    # (as written, as requested): only what RFC 3986 section 6.2.2 allows changes, and what a request line needs
+    ("http://h/search?q=x&lang=en", "http://h/search?q=x&lang=en"),
+    ("HTTP://H.Example:80/a/./b/../c?b=2&a=1&a=0#frag", "http://h.example/a/c?b=2&a=1&a=0"),
+    ("http://h/%7euser/%2fx?utm_source=1&q=%aa", "http://h/%7Euser/%2Fx?utm_source=1&q=%AA"),
+    ("http://h/a b/ü?x=y z", "http://h/a%20b/%C3%BC?x=y%20z"),
+    ("http://user:pw@h/x", "http://h/x"),
+    ("http://h/p\\q\\r?s=\\", "http://h/p/q/r?s=%5C"),
+    ("http://h/a?x=1+2&y=%20", "http://h/a?x=1+2&y=%20"),
+    ("http://h/100%", "http://h/100%25"),
+]
+
+
+@pytest.mark.parametrize(("written", "requested"), REQUEST_FORMS)
+def test_request_form_keeps_the_spelling(written: str, requested: str) -> None:
+    from raycrawl.core.urls import request_form
+
+    assert request_form(written) == requested
+
+
+@settings(max_examples=800, deadline=None)
+@given(urlish)
+def test_request_form_is_sendable_idempotent_and_has_the_same_canonical_form(raw: str) -> None:
+    from raycrawl.core.urls import request_form
+
+    requested = request_form(raw)
+    assert (requested is None) == (canonicalize(raw) is None)
+    if requested is not None:
+        assert requested.isascii() and not any(c in requested for c in " \t\r\n#")
+        assert request_form(requested) == requested
+        assert canonicalize(requested, DEFAULT_TRACKING_PARAMS) == canonicalize(raw, DEFAULT_TRACKING_PARAMS)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from raycrawl.adapters.warc import WarcSink
+from raycrawl.adapters.warc import HttpStatus, WarcSink
 
 
 def _gzip_members(data: bytes) -> int:
@@ -25,8 +25,13 @@ def test_each_record_is_its_own_gzip_member_and_reads_back(tmp_path: Path) -> No
     sink = WarcSink(str(tmp_path), epoch=3)
     bodies = [b"<html>" + bytes(range(256)) * i + b"</html>" for i in range(1, 6)]
     for i, body in enumerate(bodies):
-        sink.write(f"http://a.test/p/{i}", [("Host", "a.test")], "200 OK", [("Content-Type", "text/html")], body)
-    sink.write("http://a.test/big", [("Host", "a.test")], "200 OK", [], b"x" * 100, truncated=True)
+        sink.write(
+            f"http://a.test/p/{i}",
+            [("Host", "a.test")],
+            HttpStatus(200, b"OK", [(b"Content-Type", b"text/html")]),
+            body,
+        )
+    sink.write("http://a.test/big", [("Host", "a.test")], HttpStatus(200, b"OK", []), b"x" * 100, truncated=True)
     sink.close()
     (path,) = tmp_path.glob("raycrawl-e000003-*.warc.gz")
     assert _gzip_members(path.read_bytes()) == 2 * (len(bodies) + 1)  # a request and a response each
@@ -41,3 +46,27 @@ def test_each_record_is_its_own_gzip_member_and_reads_back(tmp_path: Path) -> No
         ("http://a.test/big", "length", b"x" * 100)
     ]
     assert [kind for kind, *_ in records].count("request") == len(bodies) + 1
+
+
+def test_the_status_line_and_headers_are_stored_as_the_server_sent_them(tmp_path: Path) -> None:
+    sink = WarcSink(str(tmp_path))
+    raw = [
+        (b"Content-Type", b"text/html; charset=\xff\xfe"),
+        (b"X-\xe9t\xe9", b"caf\xc3\xa9 \x80"),
+        (b"Content-Encoding", b"gzip"),  # (the stored body is the decoded one: this header goes)
+        (b"Content-Length", b"12"),
+    ]
+    sink.write("http://a.test/odd", [("Host", "a.test")], HttpStatus(200, b"\xd0\x9e\xff K", raw), b"hello")
+    sink.close()
+    (path,) = tmp_path.glob("*.warc.gz")
+    data = zlib.decompressobj(zlib.MAX_WBITS + 16).decompress(path.read_bytes())
+    assert b"HTTP/1.1 200 \xd0\x9e\xff K\r\n" in data
+    assert b"Content-Type: text/html; charset=\xff\xfe\r\n" in data and b"X-\xe9t\xe9: caf\xc3\xa9 \x80\r\n" in data
+    assert b"Content-Encoding" not in data and b"Content-Length: 5\r\n\r\nhello" in data
+    with path.open("rb") as f:
+        responses = [
+            (r.http_headers.get_statuscode(), r.content_stream().read())
+            for r in ArchiveIterator(f)
+            if r.rec_type == "response"
+        ]
+    assert responses == [("200", b"hello")]

@@ -34,8 +34,8 @@ from raycrawl.adapters.snapshots import open_store
 from raycrawl.config import CrawlConfig
 from raycrawl.core.batching import split_quota, take_batches
 from raycrawl.core.frontier import HOST_BUDGET, ShardReply
-from raycrawl.core.outlinks import children, screen, unfollowed_redirect
-from raycrawl.core.pages import fetch_record, terminal_record
+from raycrawl.core.outlinks import children, screen, seed_links, unfollowed_redirect
+from raycrawl.core.pages import error_kind, fault_record, fetch_record, terminal_record
 from raycrawl.core.records import Ack, FetchResult, Lease, Link, UrlEntry
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.sharding import shard_for
@@ -126,7 +126,8 @@ class Coordinator(Recovery, Reporting):
             self._paused_all = None
 
     def add_seeds(self, urls: Sequence[str]) -> None:
-        """Canonical URLs to crawl as seeds (depth 0); their hosts join a host- or domain-scoped crawl."""
+        """URLs (as they will be requested) to crawl as seeds (depth 0); their hosts join a host- or domain-scoped
+        crawl."""
         with self._lock:
             self._incoming_seeds.extend(urls)
 
@@ -160,7 +161,7 @@ class Coordinator(Recovery, Reporting):
         if self._resumed is not None:
             self._restore(self._resumed)
         self.stats.seeds += len(self.seeds)
-        self._route_links([(url, 0, None, ()) for url in self.seeds])
+        self._route_links(seed_links(self.seeds, self.cfg.tracking_params))
         try:
             while not self._round():
                 pass
@@ -201,7 +202,7 @@ class Coordinator(Recovery, Reporting):
         if seeds:
             self.scope.add_seeds(seeds)
             self.stats.seeds += len(seeds)
-            self._route_links([(url, 0, None, ()) for url in seeds])
+            self._route_links(seed_links(seeds, self.cfg.tracking_params))
         stopping = self._stop_reason or self._final_drain
         interval = self.cfg.checkpoint_interval
         # Quiesce early by as long as the last quiesce took, so that cuts are at most `interval` apart:
@@ -311,22 +312,36 @@ class Coordinator(Recovery, Reporting):
                 elif result.lease.kind == "robots":
                     self.stats.robots_fetches += 1
                 else:
-                    record = fetch_record(result)
-                    problem = unfollowed_redirect(result, self.cfg.max_redirects)
-                    if problem is not None:
-                        rule, record["error"] = problem
-                        record["outcome"], result.outlinks = "error", []
-                        self.stats.dropped[rule] += 1
-                    records.append(record)
-                    self.stats.outcomes[record["outcome"]] += 1
-                    self.stats.statuses[str(result.status or result.error)] += 1
-                    self.stats.bytes += result.size
-                    self.stats.fetch_nodes[result.node] += 1
-                    links.extend(children(result, self.cfg.max_depth, self.stats.dropped))
+                    records.append(self._page_record(result, links))
             self._staged.extend(reply.leases)
         self.writer.write(records)
         self._record_metrics(records)
         self._route_links(links)
+
+    def _page_record(self, result: FetchResult, links: list[Link]) -> dict[str, Any]:
+        """A fetched URL's record, its counters, and its links added to ``links``. The coordinator's side of the
+        per-URL fault boundary: whatever goes wrong with one result becomes that URL's error record."""
+        try:
+            record = fetch_record(result)
+            problem = unfollowed_redirect(result, self.cfg.max_redirects)
+            if problem is not None:
+                rule, record["error"] = problem
+                record["outcome"], result.outlinks = "error", []
+                self.stats.dropped[rule] += 1
+            page_links = children(result, self.cfg.max_depth, self.stats.dropped)
+        except Exception as exc:
+            record = fault_record(result, exc)
+            result.fault, page_links = type(exc).__name__, []
+        links.extend(page_links)
+        self.stats.outcomes[record["outcome"]] += 1
+        self.stats.statuses[str(result.status) if result.status is not None else error_kind(record["error"])] += 1
+        self.stats.bytes += result.size
+        self.stats.fetch_nodes[result.node] += 1
+        if result.fault is not None:
+            self.stats.faults[result.fault] += 1
+        if result.links_capped:
+            self.stats.events["outlinks_capped"] += 1
+        return record
 
     def _route_links(self, links: list[Link]) -> None:
         """Trap-, scope- and dedup-filter candidate links; the new ones become the next round's pushes."""
@@ -340,8 +355,9 @@ class Coordinator(Recovery, Reporting):
             if not new:
                 self.stats.events["duplicate_links"] += 1
                 continue
-            depth, parent, chain = candidates[url]
-            self._pushes[shard_for(host_key(url), self.num_shards)].append(UrlEntry(url, depth, parent, 0, chain))
+            depth, parent, chain, requested = candidates[url]
+            entry = UrlEntry(url, depth, parent, 0, chain, requested)
+            self._pushes[shard_for(host_key(url), self.num_shards)].append(entry)
 
     def _launch(self) -> None:
         free = self.cfg.max_tasks_in_flight - len(self._in_flight)
@@ -423,12 +439,14 @@ class Coordinator(Recovery, Reporting):
                 lease.lease_id,
                 result.status,
                 result.responded_at,
-                result.elapsed_ms / 1000,
+                # the latency term of the delay counts the whole exchange, body included (core/politeness.py)
+                max(0.0, result.ended_at - result.sent_at) if result.sent_at else result.elapsed_ms / 1000,
                 result.transient,
                 result.error,
                 result.body,
                 result.retry_at,
-                result.truncated,
+                ended_at=result.ended_at or result.responded_at,
+                truncated=result.truncated,
             )
         )
         result.body = None

@@ -21,6 +21,7 @@ from raycrawl.actors.dedup import pack_fingerprints
 from raycrawl.actors.settings import frontier_settings
 from raycrawl.adapters.output import PagesWriter, rewind
 from raycrawl.adapters.snapshots import StoreUnavailable
+from raycrawl.core.outlinks import seed_links
 from raycrawl.core.records import Ack, FetchResult, Lease, Link, UrlEntry
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
@@ -167,7 +168,7 @@ class Recovery(CoordinatorState):
             self.writer = PagesWriter(self.out_dir)
             self.stats = CrawlStats(started_at=self.stats.started_at, seeds=self.stats.seeds)
             self._epoch = 1
-            self._route_links([(url, 0, None, ()) for url in self.seeds])
+            self._route_links(seed_links(self.seeds, self.cfg.tracking_params))
         self.stats.events["rollbacks"] = rollbacks
 
     def _restore(self, loaded: checkpoints.Loaded) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import hashlib
 import ipaddress
 import queue
@@ -30,26 +31,29 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urljoin
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
-from raycrawl.adapters.warc import WarcSink
+from raycrawl.adapters.warc import HttpStatus, WarcSink
 from raycrawl.core.addresses import address_allowed, parse_networks
+from raycrawl.core.clean import clean_text, describe_exception
 from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodingError
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links, is_html
 from raycrawl.core.records import FetchResult, Lease
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
-from raycrawl.core.urls import canonicalize, host_key, hostname
+from raycrawl.core.urls import canonicalize, host_key, hostname, request_form
 
 MAX_CONNECTIONS = 1024  # open connections per worker process, all hosts together (politeness is the shards')
 DNS_CACHE_S = 10  # resolved (and checked) addresses kept this long
 TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
+MAX_CONTENT_TYPE = 200  # characters of a Content-Type kept in a record (a real one is far shorter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +131,8 @@ class _Exchange:
 
     result: FetchResult
     request_headers: list[tuple[str, str]] = field(default_factory=list)
-    status_line: str = ""
-    response_headers: list[tuple[str, str]] = field(default_factory=list)
+    reason: str = ""  # as aiohttp decoded it (bytes that are not UTF-8 as surrogate escapes)
+    raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # as received
     location: str | None = None
     body: bytes = b""
 
@@ -193,10 +197,10 @@ class Fetcher:
         once instead of when the batch's last URL is done, so no host waits on another host's schedule.
         """
         self._use_epoch(epoch)
-        done: queue.SimpleQueue[_Exchange | BaseException] = queue.SimpleQueue()
+        done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]] = queue.SimpleQueue()
         for lease in leases:
             future = asyncio.run_coroutine_threadsafe(self._fetch_one(lease), self._loop)
-            future.add_done_callback(lambda f: done.put(f.exception() or f.result()))
+            future.add_done_callback(functools.partial(_report, done, lease))
         remaining = len(leases)
         while remaining:
             group = [done.get()]
@@ -206,15 +210,26 @@ class Fetcher:
                 except queue.Empty:
                     break
             remaining -= len(group)
-            results = []
-            for item in group:
-                if isinstance(item, BaseException):
-                    raise item
-                self._finish(item)
-                results.append(item.result)
+            results = [self._finished(lease, item) for lease, item in group]
             if self._warc is not None:
                 self._warc.flush()
             yield results
+
+    def _finished(self, lease: Lease, item: _Exchange | BaseException) -> FetchResult:
+        """The URL's result, whatever happened: the fault boundary of one URL (DESIGN invariant 7). An exception
+        anywhere -- in the exchange, decoding, parsing, hashing, WARC writing -- becomes this URL's own ``error``
+        result; it never reaches the task, the other URLs of the batch, or the coordinator."""
+        if isinstance(item, BaseException):  # (the exchange itself raised past its own handlers)
+            failed = FetchResult(lease=lease, error=describe_exception(item), fault=type(item).__name__)
+            failed.responded_at = failed.ended_at = time.time()
+            return failed
+        try:
+            self._finish(item)
+        except Exception as exc:
+            r = item.result
+            r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
+            r.outlinks, r.spellings, r.body = [], {}, None
+        return item.result
 
     # --- on the loop ---------------------------------------------------------------------------------
 
@@ -225,11 +240,12 @@ class Fetcher:
         wait = max(0.0, lease.not_before - time.time())
         # A lease that could expire before this fetch ends may be handed out again: sending could break politeness.
         if time.time() + wait + s.deadline + 5.0 > lease.expires_at:
-            r.error, r.transient, r.responded_at = "LeaseExpired", True, time.time()
+            r.error, r.transient = "LeaseExpired", True
+            r.responded_at = r.ended_at = time.time()
             return ex
         if wait > 0:
             await asyncio.sleep(wait)
-        url = lease.url
+        url = lease.request_url  # the link as it was written (normalised as RFC 3986 6.2.2 allows), not its dedup key
         hops = ROBOTS_MAX_REDIRECTS if lease.kind == "robots" else 0
         limit = MAX_ROBOTS_BYTES if lease.kind == "robots" else s.max_body_bytes
         try:
@@ -239,7 +255,7 @@ class Fetcher:
                     await self._request(url, ex, limit)
                     if not (r.status in REDIRECT_STATUSES and hop < hops):
                         break  # (a redirect past the last hop: "unavailable", RFC 9309 2.3.1.2)
-                    target = canonicalize(urljoin(url, ex.location)) if ex.location else None
+                    target = request_form(urljoin(url, ex.location)) if ex.location else None
                     if target is None:  # a hop that cannot be followed: robots.txt is unreachable, not absent
                         raise RedirectFailed(f"redirect from {url} has no usable Location")
                     url = target
@@ -248,10 +264,15 @@ class Fetcher:
         except TimeoutError:  # (an OSError: before that clause)
             r.error, r.transient = f"Deadline: not done in {s.deadline:g} s", True
         except (OSError, ValueError, BlockedAddress) as exc:
-            r.error = type(exc).__name__ if not isinstance(exc, DecodingError) else f"DecodingError: {exc}"
+            r.error = type(exc).__name__ if not isinstance(exc, DecodingError) else describe_exception(exc)
             # (a failed robots.txt hop may work later: asked again, as for any unreachable robots.txt)
             r.transient = isinstance(exc, RedirectFailed) or not isinstance(exc, ValueError | BlockedAddress)
-        r.responded_at = r.responded_at or time.time()  # (a failure: the slot counts from when it was known)
+        except Exception as exc:  # anything else a server's bytes provoke: this URL's error, nothing more
+            r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
+        # The exchange is over (last byte read, or the connection cut): politeness counts from here, so a server
+        # that spent its deadline dripping a body does not see the next request the moment it is cut.
+        r.ended_at = time.time()
+        r.responded_at = r.responded_at or r.ended_at  # (a failure: the slot counts from when it was known)
         r.final_url = url
         r.elapsed_ms = round((r.responded_at - r.sent_at) * 1000, 3) if r.sent_at else 0.0
         return ex
@@ -270,13 +291,13 @@ class Fetcher:
             if r.transient:
                 r.error = f"HTTP {response.status}"  # a response, but not a usable one
             headers = response.headers
-            r.content_type = headers.get("Content-Type")
+            r.content_type = clean_text(headers.get("Content-Type"), MAX_CONTENT_TYPE)
             if response.status in (429, 503):
                 r.retry_at = parse_retry_after(headers.get("Retry-After"), r.responded_at)
             ex.location = headers.get("Location")
             ex.request_headers = list(response.request_info.headers.items())
-            ex.status_line = f"{response.status} {response.reason or ''}".rstrip()
-            ex.response_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in response.raw_headers]
+            ex.reason = response.reason or ""
+            ex.raw_headers = list(response.raw_headers)
             ex.body, r.truncated = await _read_body(response, limit)
 
     # --- on the calling thread -----------------------------------------------------------------------
@@ -291,20 +312,23 @@ class Fetcher:
         if r.lease.kind == "robots":
             r.body = ex.body  # (a robots.txt over the limit is parsed as far as it was read: RFC 9309 2.5)
         elif 300 <= r.status < 400:
-            location = ex.location
-            target = canonicalize(urljoin(r.lease.url, location), self.settings.tracking_params) if location else None
+            written = urljoin(r.lease.request_url, ex.location) if ex.location else None
+            target = canonicalize(written, self.settings.tracking_params) if written else None
             if target:
                 # Redirect targets go back through the frontier like any link: scope, robots, the address guard
                 # and dedup all apply to every hop there, and the hop count travels with the URL.
                 r.final_url = target
                 r.outlinks = [target]
+                requested = request_form(written)  # type: ignore[arg-type]
+                if requested and requested != target:
+                    r.spellings = {target: requested}
         elif 200 <= r.status < 300 and not too_large and is_html(r.content_type, ex.body[:512]):
             html = decode_html(ex.body, r.content_type)
-            r.outlinks = extract_links(html, r.lease.url, self.settings.tracking_params, self.settings.max_outlinks)
+            links = extract_links(html, r.lease.request_url, self.settings.tracking_params, self.settings.max_outlinks)
+            r.outlinks, r.spellings, r.links_capped = links.urls, links.spellings, links.capped
         if self._warc is not None and (not too_large or self.settings.keep_truncated):
-            self._warc.write(
-                r.lease.url, ex.request_headers, ex.status_line, ex.response_headers, ex.body, truncated=too_large
-            )
+            status = HttpStatus(r.status, _reason_bytes(ex.reason), ex.raw_headers)
+            self._warc.write(r.lease.request_url, ex.request_headers, status, ex.body, truncated=too_large)
 
 
 async def _read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
@@ -320,6 +344,20 @@ async def _read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[byte
             response.close()
             return bytes(body), True
     return bytes(body), False
+
+
+def _reason_bytes(reason: str) -> bytes:
+    """The reason phrase's bytes as sent (aiohttp decoded them with surrogate escapes)."""
+    try:
+        return reason.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return reason.encode("utf-8", "replace")
+
+
+def _report(done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]], lease: Lease, future: Any) -> None:
+    """A fetch's future is done: its exchange (or the exception that escaped it) joins the queue, with its lease."""
+    exc: BaseException | None = future.exception()
+    done.put((lease, exc if exc is not None else future.result()))
 
 
 def _is_ip_literal(host: str) -> bool:

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from raycrawl.core.clean import clean_value
+
 PAGES_FILE = "pages.jsonl"
 STATS_FILE = "stats.json"
 
@@ -16,11 +18,11 @@ class PagesWriter:
     def __init__(self, out_dir: str) -> None:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._file = (self.dir / PAGES_FILE).open("a", encoding="utf-8")
+        self._file = (self.dir / PAGES_FILE).open("ab")
         self.written = 0
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
-        lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records]
+        lines = [_json_line(r) for r in records]
         if lines:
             self._file.writelines(lines)
             self.written += len(lines)
@@ -38,11 +40,21 @@ class PagesWriter:
         self._file.close()
 
 
+def _json_line(record: dict[str, Any]) -> bytes:
+    """One record as a line of valid UTF-8 JSON, whatever strings it holds: a string that was not cleaned where it
+    was read (a lone surrogate from a server's bytes) is cleaned here rather than ending the crawl."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return (json.dumps(clean_value(record), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
 def write_stats(out_dir: str, stats: dict[str, Any]) -> Path:
     """stats.json, replaced atomically so a reader never sees half of it."""
     path = Path(out_dir) / STATS_FILE
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(clean_value(stats), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)
     return path
 

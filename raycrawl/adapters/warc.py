@@ -4,7 +4,8 @@ Each worker process appends to its own file under ``warc/``, so fetch tasks writ
 instead of shipping them through the coordinator. File names carry the checkpoint epoch they belong to
 (``raycrawl-e000003-...``): a resume deletes files of epochs after the checkpoint it resumes from.
 The body stored is the decoded one (what was parsed and hashed); Content-Encoding and Transfer-Encoding
-are removed from the stored headers to match it.
+are removed from the stored headers to match it. Status line and headers are stored as the server sent them,
+bytes that are not UTF-8 included (``HttpStatus``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import os
 import socket
 import time
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -60,6 +62,36 @@ def epoch_of(path: Path) -> int | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class HttpStatus:
+    """A response's status line and headers as they came off the wire (bytes a server sent, kept as sent)."""
+
+    status: int
+    reason: bytes
+    raw_headers: list[tuple[bytes, bytes]]
+
+    def block(self, body_length: int) -> bytes:
+        """The HTTP header block stored in the WARC: the raw status line and headers, less the ones that
+        describe a transfer the stored (decoded) body no longer has, and its real Content-Length."""
+        lines = [b"HTTP/1.1 %d %s" % (self.status, self.reason)]
+        lines += [k + b": " + v for k, v in self.raw_headers if k.decode("latin-1").lower() not in _DROPPED_HEADERS]
+        lines.append(b"Content-Length: %d" % body_length)
+        return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+class _RawHeaders(StatusAndHeaders):  # type: ignore[misc]
+    """warcio's headers with the block written as received: warcio would re-encode (and %-escape) every value
+    that is not ASCII, and refuses a header name or reason phrase that is not; WARC keeps the bytes sent."""
+
+    def __init__(self, status: HttpStatus, body_length: int) -> None:
+        text = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in status.raw_headers]
+        super().__init__(f"{status.status} {status.reason.decode('latin-1')}", text, protocol="HTTP/1.1")
+        self._raw = status.block(body_length)
+
+    def compute_headers_buffer(self, header_filter: Any = None) -> None:
+        self.headers_buff = self._raw
+
+
 class WarcSink:
     def __init__(self, directory: str, epoch: int = 0) -> None:
         Path(directory).mkdir(parents=True, exist_ok=True)
@@ -67,28 +99,28 @@ class WarcSink:
         name = f"raycrawl-e{epoch:06d}-{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000)}.warc.gz"
         self.path = Path(directory) / name
         self._file = self.path.open("ab")
-        self._writer = WARCWriter(_GzipMembers(self._file), gzip=False)
 
     def write(
         self,
         url: str,
         request_headers: list[tuple[str, str]],
-        status_line: str,
-        response_headers: list[tuple[str, str]],
+        status: HttpStatus,
         body: bytes,
         truncated: bool = False,
     ) -> None:
+        """Append a response and its request. Built in memory first and appended whole: a failure while
+        building (the fetcher's fault boundary turns it into the URL's error record) leaves no half record."""
         request = StatusAndHeaders(f"GET {path_of(url)} HTTP/1.1", request_headers, is_http_request=True)
-        kept = [(k, v) for k, v in response_headers if k.lower() not in _DROPPED_HEADERS]
-        kept.append(("Content-Length", str(len(body))))
-        response = StatusAndHeaders(status_line, kept, protocol="HTTP/1.1")
-        w = self._writer
+        response = _RawHeaders(status, len(body))
+        buffer = io.BytesIO()
+        w = WARCWriter(_GzipMembers(buffer), gzip=False)
         extra = {"WARC-Truncated": "length"} if truncated else None  # WARC 1.1 section 5.13
         response_record = w.create_warc_record(
             url, "response", payload=io.BytesIO(body), http_headers=response, warc_headers_dict=extra
         )
         request_record = w.create_warc_record(url, "request", payload=io.BytesIO(b""), http_headers=request)
         w.write_request_response_pair(request_record, response_record)
+        self._file.write(buffer.getvalue())
 
     def flush(self) -> None:
         self._file.flush()

@@ -13,6 +13,7 @@ from typing import Protocol
 import brotli
 
 ACCEPT_ENCODING = "gzip, deflate, br"
+MAX_CODINGS = 5  # Content-Encoding layers decoded, at most
 
 
 class DecodingError(ValueError):
@@ -91,7 +92,7 @@ def _step_for(coding: str) -> _Step:
         return _Brotli()
     if coding in ("identity", ""):
         return _Identity()
-    raise DecodingError(f"unsupported Content-Encoding {coding!r}")
+    raise DecodingError(f"unsupported Content-Encoding {coding[:40]!r}")
 
 
 class BoundedDecoder:
@@ -101,7 +102,9 @@ class BoundedDecoder:
     """
 
     def __init__(self, content_encoding: str | None, limit: int) -> None:
-        codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
+        codings = [c.strip().lower() for c in (content_encoding or "").split(",", MAX_CODINGS + 1) if c.strip()]
+        if len(codings) > MAX_CODINGS:  # (curl stops at 5 too: more is an attack on the decoder's memory and time)
+            raise DecodingError(f"more than {MAX_CODINGS} Content-Encoding layers")
         # Codings are listed in the order they were applied: undo them last first.
         self._steps = [_step_for(c) for c in reversed(codings)]
         self.limit = limit

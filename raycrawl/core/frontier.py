@@ -152,7 +152,7 @@ class FrontierShard:
                 self._end(entry, hs.closed[0], hs.closed[1])
                 continue
             robots = hs.robots  # (unreachable rules are not applied: robots.txt is asked for again first)
-            if robots is not None and robots.verdict == "parsed" and not robots.allows(entry.url):
+            if robots is not None and robots.verdict == "parsed" and not robots.allows(entry.request_url):
                 self.counters["robots_denied"] += 1
                 self._end(entry, "robots_denied", "disallowed by robots.txt")
                 continue
@@ -317,7 +317,7 @@ class FrontierShard:
         s = self.settings
         hs.robots_leased = False
         hs.requests += 1
-        answered = ack.responded_at or now
+        answered = ack.ended_at or ack.responded_at or now
         hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
         failed = ack.error is not None  # (a transport failure, a cut body, a failed hop: RFC 9309 "unreachable")
         rules = rules_from_fetch(ack.status, ack.body, s.ua_token, now, s.robots_ttl, failed, ack.truncated)
@@ -345,7 +345,7 @@ class FrontierShard:
                 return
         hs.recompute_delay(s.policy)
         hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
-        denied = hs.queue.remove_if(lambda entry: not rules.allows(entry.url))
+        denied = hs.queue.remove_if(lambda entry: not rules.allows(entry.request_url))
         for entry in denied:
             self._end(entry, "robots_denied", "disallowed by robots.txt")
         self.counters["robots_denied"] += len(denied)

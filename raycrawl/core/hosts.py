@@ -80,7 +80,9 @@ class HostState:
 
     def on_page_answer(self, ack: Ack, policy: DelayPolicy, pause_after: int, rng: random.Random) -> None:
         """Update the clocks and streaks from one answered (or failed) page request."""
-        answered = ack.responded_at
+        # From when the exchange ended (last byte read, or the connection cut), not when the headers came: a
+        # body dripped for the whole deadline is part of the visit, and so is the wait after it.
+        answered = ack.ended_at or ack.responded_at
         self.requests += 1
         if ack.status is not None:
             self.last_response_s = max(0.0, ack.elapsed_s)
@@ -99,7 +101,7 @@ class HostState:
             else:
                 self.denial_streak = 0
         self.recompute_delay(policy)
-        # The server logged the request before it answered, so a slot based on the answer is never early there.
+        # The server logged the request before the exchange ended, so a slot counted from its end is never early.
         slot = answered + self.delay
         if slot > self.next_allowed:
             self.next_allowed = slot

@@ -9,11 +9,13 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
+import webencodings
 from selectolax.lexbor import LexborHTMLParser
 
-from raycrawl.core.urls import canonicalize
+from raycrawl.core.urls import canonicalize, request_form
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -36,17 +38,23 @@ def charset_of(content_type: str | None) -> str | None:
     return None
 
 
-_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16le"), (codecs.BOM_UTF16_BE, "utf-16be"))
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 
 
 def _known(charset: str | None) -> str | None:
+    """The WHATWG Encoding Standard's name for a label, or None for a label it does not know.
+
+    Python's own codec registry would also accept 'zlib', 'base64', 'rot13', 'hex' ... (codecs that are not text
+    encodings, and fail or mislead when a page names them): only the Standard's labels are honoured, as browsers
+    do. Its "replacement" encoding (labels of ISO-2022-KR, HZ ...) decodes to nothing: treated as unknown too.
+    """
     if not charset:
         return None
-    try:
-        return codecs.lookup(charset).name
-    except (LookupError, ValueError):
+    encoding = webencodings.lookup(charset)
+    if encoding is None or encoding.name == "replacement":
         return None
+    return str(encoding.name)
 
 
 def html_charset(body: bytes, content_type: str | None) -> tuple[str, int]:
@@ -68,7 +76,18 @@ def html_charset(body: bytes, content_type: str | None) -> tuple[str, int]:
 def decode_html(body: bytes, content_type: str | None) -> str:
     """The page as text; bytes invalid in its encoding become U+FFFD rather than an error."""
     charset, skip = html_charset(body, content_type)
-    return body[skip:].decode(charset, errors="replace")
+    text: str = webencodings.lookup(charset).codec_info.decode(body[skip:], "replace")[0]
+    return text
+
+
+SCAN_FACTOR = 4  # anchors looked at per link kept, at most: a page of a million anchors costs what 4 x max_links do
+
+
+@dataclass(slots=True)
+class PageLinks:
+    urls: list[str] = field(default_factory=list)  # canonical, first occurrence, in document order
+    spellings: dict[str, str] = field(default_factory=dict)  # url -> its request form, where that differs
+    capped: bool = False  # the page had more than max_links links, or more anchors than were looked at
 
 
 def extract_links(
@@ -76,35 +95,49 @@ def extract_links(
     page_url: str,
     tracking_params: Iterable[str] = (),
     max_links: int = 5000,
-) -> list[str]:
+) -> PageLinks:
+    """The page's links: each as its canonical URL (the dedup key) and, where it differs, the spelling it will be
+    requested in (``urls.request_form``: as written, resolved against the page). At most ``max_links`` are kept
+    and at most ``SCAN_FACTOR x max_links`` anchors looked at, so the work is bounded however many there are."""
     tree = LexborHTMLParser(html)
     base = page_url
     base_node = tree.css_first("base[href]")
     if base_node is not None:
         href = base_node.attributes.get("href")
         if href:
-            base = urljoin(page_url, href.strip())
+            base = urljoin(page_url, href.strip(_C0_OR_SPACE))
     tracking = tuple(tracking_params)
     origin_match = _HTTP_ORIGIN.match(base)
     base_origin = origin_match.group() if origin_match else None
     hrefs: set[str] = set()  # (a page repeats its links: each distinct href is resolved once)
+    out = PageLinks()
+    links, spellings = out.urls, out.spellings
     seen: set[str] = set()
-    links: list[str] = []
-    for node in tree.css("a[href], area[href]"):
+    anchors = tree.css("a[href], area[href]")
+    if len(anchors) > SCAN_FACTOR * max_links:
+        out.capped = True
+        anchors = anchors[: SCAN_FACTOR * max_links]
+    for node in anchors:
         href = node.attrs.get("href")
         if not href or href in hrefs:
             continue
         hrefs.add(href)
-        absolute = resolve_href(base, base_origin, href.strip())
+        absolute = resolve_href(base, base_origin, href.strip(_C0_OR_SPACE))
         canonical = canonicalize(absolute, tracking) if absolute is not None else None
         if canonical is not None and canonical not in seen:
             seen.add(canonical)
             links.append(canonical)
+            if absolute != canonical:  # (most links are written canonically: no second parse for those)
+                requested = request_form(absolute)  # type: ignore[arg-type]
+                if requested is not None and requested != canonical:
+                    spellings[canonical] = requested
             if len(links) >= max_links:
+                out.capped = out.capped or len(hrefs) < len(anchors)
                 break
-    return links
+    return out
 
 
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what the URL Standard strips from both ends of a URL
 _HTTP_ORIGIN = re.compile(r"https?://[^/?#]*")
 
 

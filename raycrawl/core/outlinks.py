@@ -14,9 +14,20 @@ from raycrawl.core.records import FetchResult, Link
 from raycrawl.core.redirects import redirect_problem
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.traps import TrapRules
+from raycrawl.core.urls import canonicalize
 
-# url -> (depth, parent, redirect chain) of the first link found to it
-Candidates = dict[str, tuple[int, str | None, tuple[str, ...]]]
+# url -> (depth, parent, redirect chain, spelling as written) of the first link found to it
+Candidates = dict[str, tuple[int, str | None, tuple[str, ...], str | None]]
+
+
+def seed_links(seeds: Iterable[str], tracking_params: tuple[str, ...]) -> list[Link]:
+    """Seeds (spelt as they will be requested: ``api.seed_urls``) as depth-0 links under their canonical URL."""
+    links: list[Link] = []
+    for requested in seeds:
+        url = canonicalize(requested, tracking_params)
+        if url is not None:
+            links.append((url, 0, None, (), requested if requested != url else None))
+    return links
 
 
 def unfollowed_redirect(result: FetchResult, max_redirects: int) -> tuple[str, str] | None:
@@ -38,13 +49,14 @@ def children(result: FetchResult, max_depth: int | None, dropped: Counter[str]) 
         dropped["max_depth"] += len(result.outlinks)
         return []
     chain = (*result.lease.redirects, parent) if is_redirect else ()
-    return [(url, depth, parent, chain) for url in result.outlinks]
+    spelt = result.spellings.get
+    return [(url, depth, parent, chain, spelt(url)) for url in result.outlinks]
 
 
 def screen(links: Iterable[Link], traps: TrapRules, scope: ScopePolicy, dropped: Counter[str]) -> Candidates:
     """The links no trap rule rejects and the scope allows, the first one found for each URL."""
     candidates: Candidates = {}
-    for url, depth, parent, chain in links:
+    for url, depth, parent, chain, requested in links:
         if url in candidates:
             continue
         trap = traps.rejects(url)
@@ -53,5 +65,5 @@ def screen(links: Iterable[Link], traps: TrapRules, scope: ScopePolicy, dropped:
         elif not scope.allows(url):
             dropped["out_of_scope"] += 1
         else:
-            candidates[url] = (depth, parent, chain)
+            candidates[url] = (depth, parent, chain, requested)
     return candidates

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import Any
 
+from raycrawl.core.clean import describe_exception
 from raycrawl.core.records import FetchResult, Terminal
 
 
@@ -21,6 +23,7 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
         outcome = "too_large"
     return {
         "url": lease.url,
+        "requested_url": lease.request_url,
         "final_url": result.final_url or lease.url,
         "status": result.status,
         "outcome": outcome,
@@ -41,6 +44,7 @@ def terminal_record(terminal: Terminal, now: float) -> dict[str, Any]:
     entry = terminal.entry
     return {
         "url": entry.url,
+        "requested_url": entry.request_url,
         "final_url": None,
         "status": None,
         "outcome": terminal.outcome,
@@ -55,3 +59,32 @@ def terminal_record(terminal: Terminal, now: float) -> dict[str, Any]:
         "attempts": entry.attempts,
         "error": terminal.detail,
     }
+
+
+def fault_record(result: FetchResult, exc: BaseException) -> dict[str, Any]:
+    """The record of a URL whose result could not be turned into one (the per-URL fault boundary's last resort):
+    an ``error`` that names the exception, with only what is certain about the URL."""
+    lease = result.lease
+    return {
+        "url": lease.url,
+        "requested_url": lease.request_url,
+        "final_url": None,
+        "status": result.status if isinstance(result.status, int) else None,
+        "outcome": "error",
+        "depth": lease.depth,
+        "parent": lease.parent,
+        "fetched_at": iso_utc(time.time()),
+        "elapsed_ms": None,
+        "content_type": None,
+        "bytes": 0,
+        "sha256": None,
+        "outlinks": [],
+        "attempts": lease.attempts + 1,
+        "error": describe_exception(exc),
+    }
+
+
+def error_kind(error: str | None) -> str:
+    """What ``stats.json`` counts an error under: its kind (the text before the first ``:``), so that messages
+    carrying details never make the table grow with every URL."""
+    return (error or "unknown").split(":", 1)[0]

@@ -43,28 +43,37 @@ LeaseKind = Literal["page", "robots"]
 Outcome = Literal["fetched", "error", "robots_denied", "out_of_budget", "too_large"]
 
 
-Link = tuple[str, int, "str | None", tuple[str, ...]]  # url, depth, parent, the redirect chain that led to it
+# url (canonical), depth, parent, the redirect chain that led to it, and the URL as written (None: as canonical)
+Link = tuple[str, int, "str | None", tuple[str, ...], "str | None"]
 
 
 @compact_pickle
 @dataclass(slots=True)
 class UrlEntry:
-    """A canonical URL waiting in the frontier."""
+    """A canonical URL waiting in the frontier, with the spelling it will be requested in."""
 
-    url: str
+    url: str  # canonical: the dedup key and the record's url
     depth: int
     parent: str | None = None
     attempts: int = 0
     redirects: tuple[str, ...] = ()  # the URLs that redirected to this one, first first
+    requested: str | None = None  # the link as written (urls.request_form), when it differs from ``url``
+
+    @property
+    def request_url(self) -> str:
+        """What goes on the request line, and what robots.txt is matched against."""
+        return self.requested or self.url
 
     def to_row(self) -> list[Any]:
         row: list[Any] = [self.url, self.depth, self.parent, self.attempts]
+        if self.requested:
+            return [*row, list(self.redirects), self.requested]
         return [*row, list(self.redirects)] if self.redirects else row
 
     @classmethod
     def from_row(cls, row: list[Any]) -> UrlEntry:
         url, depth, parent, attempts, *rest = row
-        return cls(url, depth, parent, attempts, tuple(rest[0]) if rest else ())
+        return cls(url, depth, parent, attempts, tuple(rest[0]) if rest else (), rest[1] if len(rest) > 1 else None)
 
 
 @compact_pickle
@@ -103,6 +112,10 @@ class Lease:
     def redirects(self) -> tuple[str, ...]:
         return self.entry.redirects
 
+    @property
+    def request_url(self) -> str:
+        return self.entry.request_url
+
 
 @compact_pickle
 @dataclass(slots=True)
@@ -114,17 +127,21 @@ class FetchResult:
     final_url: str | None = None
     sent_at: float = 0.0  # wall clock just before the request was sent
     responded_at: float = 0.0  # wall clock when response headers arrived (or the error happened)
+    ended_at: float = 0.0  # wall clock when the exchange ended: last byte read, or the connection cut
     elapsed_ms: float = 0.0
     content_type: str | None = None
     size: int = 0
     sha256: str | None = None
-    outlinks: list[str] = field(default_factory=list)
+    outlinks: list[str] = field(default_factory=list)  # canonical, in document order
+    spellings: dict[str, str] = field(default_factory=dict)  # outlink -> its request form, where that differs
+    links_capped: bool = False  # the page had more links than max_outlinks (only that many were looked at)
     error: str | None = None  # error class, e.g. "ClientConnectorError"; None when a response was received
     transient: bool = False  # worth retrying through the frontier
     body: bytes | None = None  # only for robots.txt leases
     retry_at: float | None = None  # Retry-After, as an absolute wall-clock time
     truncated: bool = False  # the body was larger than max_body_bytes: reading stopped there
     node: str = ""  # the Ray node that fetched it (a short id), for stats
+    fault: str | None = None  # the exception class the per-URL fault boundary caught (an error record, counted)
 
 
 @compact_pickle
@@ -140,6 +157,7 @@ class Ack:
     error: str | None = None
     body: bytes | None = None
     retry_at: float | None = None  # from Retry-After: no request to the host before this wall-clock time
+    ended_at: float = 0.0  # when the exchange ended (last byte or cut): politeness and backoff count from here
     truncated: bool = False  # reading stopped at the size limit (a robots.txt is then parsed to its last line)
 
 

@@ -21,6 +21,7 @@ class CrawlStats:
     seeds: int = 0
     peak_tasks_in_flight: int = 0
     fetch_nodes: Counter[str] = field(default_factory=Counter)  # URLs fetched per Ray node
+    faults: Counter[str] = field(default_factory=Counter)  # exceptions the per-URL fault boundary caught, by class
 
     @property
     def pages_fetched(self) -> int:
@@ -38,6 +39,7 @@ class CrawlStats:
             "dropped": dict(self.dropped),
             "events": dict(self.events),
             "fetch_nodes": dict(self.fetch_nodes),
+            "faults": dict(self.faults),
             "bytes": self.bytes,
             "tasks": self.tasks,
             "task_urls": self.task_urls,
@@ -53,6 +55,7 @@ class CrawlStats:
         for name in ("outcomes", "statuses", "dropped", "events"):
             getattr(stats, name).update(d[name])
         stats.fetch_nodes.update(d.get("fetch_nodes", {}))
+        stats.faults.update(d.get("faults", {}))
         for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds", "peak_tasks_in_flight"):
             setattr(stats, name, d[name])
         return stats
@@ -75,6 +78,7 @@ class CrawlStats:
             "robots_fetches": self.robots_fetches,
             "dropped_links": dict(self.dropped),
             "fetch_nodes": dict(self.fetch_nodes),
+            "faults": dict(self.faults),
             "events": dict(self.events),
             "seeds": self.seeds,
             "peak_tasks_in_flight": self.peak_tasks_in_flight,

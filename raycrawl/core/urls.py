@@ -41,7 +41,17 @@ def _normalise_one(match: re.Match[str]) -> str:
     if len(text) == 3:  # an escape: decoded if it stands for an unreserved character, else upper-cased
         decoded = chr(int(text[1:], 16))
         return decoded if decoded in _UNRESERVED else text.upper()
-    return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogatepass"))
+    return _percent_encoded(text)
+
+
+def _percent_encoded(text: str) -> str:
+    """``%XX`` for each byte of ``text`` in UTF-8. A byte that was not UTF-8 where the text came from (aiohttp
+    decodes headers with surrogate escapes) is encoded as that byte, as curl does with such a Location."""
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # surrogates that are no escape: encoded as code points
+        data = text.encode("utf-8", "surrogatepass")
+    return "".join(f"%{b:02X}" for b in data)
 
 
 def _normalise_escapes(text: str, pattern: re.Pattern[str]) -> str:
@@ -179,43 +189,100 @@ def _is_tracking(name: str, tracking: tuple[str, ...]) -> bool:
     return _tracking_pattern(tracking).match(name.lower()) is not None
 
 
+# WHATWG URL: leading and trailing C0 controls and spaces are stripped, tabs and newlines removed anywhere;
+# nothing else (U+00A0 and U+3000 are part of the URL, and get percent-encoded).
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))
+_NO_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
+
+
+def _split(url: str) -> tuple[str, str, str, str] | None:
+    """(scheme, canonical netloc, raw path, raw query) of an absolute http(s) URL, or None; credentials dropped.
+
+    Shared by the canonical form (the dedup key) and the request form (what is sent), so both agree on the host.
+    """
+    if not isinstance(url, str) or len(url) > 4 * MAX_URL_LENGTH:
+        return None
+    url = url.strip(_C0_OR_SPACE).translate(_NO_TAB_OR_NEWLINE)
+    if "\\" in url:  # in an http(s) URL a backslash before the query is a slash, as browsers read it
+        end = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
+        url = url[:end].replace("\\", "/") + url[end:]
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in FETCHABLE_SCHEMES:
+        return None
+    # urlsplit keeps user:pass@ in netloc; credentials never survive.
+    hostinfo = parts.netloc.rpartition("@")[2]
+    if hostinfo.startswith("["):
+        host, _, rest = hostinfo.partition("]")
+        host += "]"
+        port_text = rest[1:] if rest.startswith(":") else ("" if not rest else None)
+    else:
+        host, _, port_text = hostinfo.partition(":")
+    if port_text is None or (port_text and not port_text.isdigit()):
+        return None
+    port = int(port_text) if port_text else DEFAULT_PORTS[scheme]
+    if not 0 < port < 65536:
+        return None
+    canon_host = _canonical_host(host)
+    if canon_host is None:
+        return None
+    netloc = canon_host if port == DEFAULT_PORTS[scheme] else f"{canon_host}:{port}"
+    return scheme, netloc, parts.path, parts.query
+
+
 def canonicalize(url: str, tracking_params: Iterable[str] = ()) -> str | None:
     """The canonical form of an absolute http(s) URL, or None if it is not one we could ever fetch.
 
     Never raises. ``tracking_params`` are parameter names (``fnmatch`` patterns, e.g. ``utm_*``) to drop.
     """
-    if not isinstance(url, str) or len(url) > 4 * MAX_URL_LENGTH:
-        return None
     try:
-        parts = urlsplit(url.strip())
-        scheme = parts.scheme.lower()
-        if scheme not in FETCHABLE_SCHEMES:
+        split = _split(url)
+        if split is None:
             return None
-        # urlsplit keeps user:pass@ in netloc; credentials never survive canonicalisation.
-        hostinfo = parts.netloc.rpartition("@")[2]
-        if hostinfo.startswith("["):
-            host, _, rest = hostinfo.partition("]")
-            host += "]"
-            port_text = rest[1:] if rest.startswith(":") else ("" if not rest else None)
-        else:
-            host, _, port_text = hostinfo.partition(":")
-        if port_text is None or (port_text and not port_text.isdigit()):
-            return None
-        port = int(port_text) if port_text else DEFAULT_PORTS[scheme]
-        if not 0 < port < 65536:
-            return None
-        canon_host = _canonical_host(host)
-        if canon_host is None:
-            return None
-        netloc = canon_host if port == DEFAULT_PORTS[scheme] else f"{canon_host}:{port}"
-        path = _normalise_escapes(parts.path or "/", _PATH_ESCAPES)
+        scheme, netloc, raw_path, raw_query = split
+        path = _normalise_escapes(raw_path or "/", _PATH_ESCAPES)
         if not path.startswith("/"):
             path = "/" + path
         path = _remove_dot_segments(path)
-        query = _canonical_query(parts.query, tracking_params)
+        query = _canonical_query(raw_query, tracking_params)
     except (ValueError, UnicodeError):
         return None
     return f"{scheme}://{netloc}{path}{'?' + query if query else ''}"
+
+
+def request_form(url: str) -> str | None:
+    """The URL as it will be requested: spelt as written, normalised only as RFC 3986 section 6.2.2 allows
+    (scheme and host case, percent-encoding case, dot segments, default port), with what cannot stand on a
+    request line percent-encoded (UTF-8) as browsers do; no fragment, no credentials. None: not fetchable.
+
+    The query keeps its order, its tracking parameters and its escapes: a server may read ``?a=2&a=1``
+    differently from ``?a=1&a=2``, and robots.txt rules are written against what is requested.
+    """
+    try:
+        split = _split(url)
+        if split is None:
+            return None
+        scheme, netloc, raw_path, raw_query = split
+        path = _REQUEST_PATH_ESCAPES.sub(_request_escape, raw_path or "/")
+        if not path.startswith("/"):
+            path = "/" + path
+        path = _remove_dot_segments(path)
+        query = _REQUEST_QUERY_ESCAPES.sub(_request_escape, raw_query)
+    except (ValueError, UnicodeError):
+        return None
+    return f"{scheme}://{netloc}{path}{'?' + query if query else ''}"
+
+
+def _request_escape(match: re.Match[str]) -> str:
+    text = match.group()
+    if len(text) == 3 and text[0] == "%":
+        return text.upper()  # an escape stays as written, its hex digits upper-cased
+    return _percent_encoded(text)
+
+
+_REQUEST_PATH_ESCAPES = _escape_pattern(_PATH_SAFE)
+# In a request's query, '&', '=' and '+' are the server's to read: they stay as written.
+_REQUEST_QUERY_ESCAPES = _escape_pattern(_QUERY_SAFE | frozenset("&="))
 
 
 def _canonical_query(query: str, tracking_params: Iterable[str]) -> str:
@@ -231,8 +298,12 @@ def _canonical_query(query: str, tracking_params: Iterable[str]) -> str:
         if tracking and _is_tracking(name, tracking):
             continue
         kept.append((name, eq + _normalise_escapes(value, _QUERY_ESCAPES)))
-    kept.sort()
+    kept.sort(key=_pair_name)  # (stable: a repeated key keeps its values' order, which a server may read)
     return "&".join(name + rest for name, rest in kept)
+
+
+def _pair_name(pair: tuple[str, str]) -> str:
+    return pair[0]
 
 
 def fingerprint(canonical_url: str) -> int:
