@@ -259,6 +259,8 @@ class Fetcher:
                     if target is None:  # a hop that cannot be followed: robots.txt is unreachable, not absent
                         raise RedirectFailed(f"redirect from {url} has no usable Location")
                     url = target
+        except aiohttp.ClientResponseError as exc:  # a response aiohttp's parser refuses: the same next time
+            r.error, r.transient = describe_exception(exc), False
         except aiohttp.ClientError as exc:  # (aiohttp's connect and read timeouts are TimeoutErrors too)
             r.error, r.transient = type(exc).__name__, not isinstance(exc, ValueError)  # (InvalidURL is)
         except TimeoutError:  # (an OSError: before that clause)

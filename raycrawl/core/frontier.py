@@ -325,7 +325,7 @@ class FrontierShard:
         if rules.unreachable:
             hs.robots_failures += 1
             permanent = ack.error is not None and not ack.transient  # e.g. a blocked address: no retry helps
-            why = ack.error if ack.status is None else f"status {ack.status}"
+            why = ack.error or f"status {ack.status}"  # (a transport failure says more than the status it cut)
             if permanent or hs.robots_failures >= s.max_attempts:
                 self.counters["robots_given_up"] += 1
                 self._close(hs, "error", f"robots.txt unreachable ({why})")

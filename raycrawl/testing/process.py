@@ -81,6 +81,14 @@ class TestWeb:
 
     # --- what the server saw -------------------------------------------------------------------------
 
+    def events(self) -> list[dict[str, Any]]:
+        """What the server saw besides requests (e.g. ``{"event": "cut", "t": ..., "ip": ..., "path": ...}``)."""
+        path = self.log_path.with_name("events.jsonl")
+        if not path.exists():
+            return []
+        with path.open(encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.endswith("\n")]
+
     def requests(self) -> list[dict[str, Any]]:
         if not self.log_path.exists():
             return []

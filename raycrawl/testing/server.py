@@ -17,6 +17,9 @@ Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustne
 - ``503-forever``: every page answers 503 without Retry-After. ``403``: every page answers 403.
 - ``slow``: every page answers after ``slow_seconds``.
 - ``hostile``: traps, bombs, drips, loops, bad encodings and canary links: see ``testing/hostile.py``.
+- ``odd`` / ``odd-cut-robots``: raw bytes no well-behaved library would send, connections reset mid-body, a robots.txt
+  with a BOM and a prefix group, links to be requested as written: see ``testing/odd.py``. When a client cuts a
+  response short, the time is written to ``events.jsonl`` beside the request log (``TestWeb.events()``).
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import time
 from email.utils import formatdate
+from pathlib import Path
 from typing import IO
 
-from raycrawl.testing import hostile
+from raycrawl.testing import hostile, odd
 from raycrawl.testing.graph import WebGraph, WebSpec
 
 MAX_HEADER_BYTES = 16 * 1024
@@ -40,9 +45,10 @@ MAX_HEADER_BYTES = 16 * 1024
 class TestWebServer:
     __test__ = False  # not a pytest test class
 
-    def __init__(self, spec: WebSpec, log: IO[str]) -> None:
+    def __init__(self, spec: WebSpec, log: IO[str], events: IO[str] | None = None) -> None:
         self.spec = spec
         self.log = log
+        self.events = events
         self.graph = WebGraph(spec, 0)
         self._ip_to_host = {self.graph.ip(h): h for h in range(spec.hosts)}
         self._page_requests: dict[int, int] = {}
@@ -96,6 +102,24 @@ class TestWebServer:
         wait = self.spec.slow_seconds if profile == "robots-timeout" else 0.0
         return 200, text, self.graph.robots_txt(host), wait
 
+    def _log(
+        self, t: float, ip: str, headers: dict[str, str], method: str, target: str, status: int, client_port: int
+    ) -> None:
+        record = {"t": t, "ip": ip, "host": headers.get("host", ""), "method": method, "path": target,
+                  "ua": headers.get("user-agent", ""), "status": status, "client_port": client_port}  # fmt: skip
+        self.log.write(json.dumps(record) + "\n")
+        self.log.flush()
+
+    def _event(self, kind: str, ip: str, target: str) -> None:
+        """Something the server saw besides a request (a client cutting a response short), in the events log."""
+        if self.events is not None:
+            self.events.write(json.dumps({"t": time.time(), "event": kind, "ip": ip, "path": target}) + "\n")
+            self.events.flush()
+
+    def _netloc_of(self, profile: str) -> str:
+        hosts = [h for h in range(self.spec.hosts) if self.spec.profile(h) == profile]
+        return self.graph.netloc(hosts[0]) if hosts else "127.0.0.1:9"
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         local_ip = writer.get_extra_info("sockname")[0]
         peer = writer.get_extra_info("peername")
@@ -116,6 +140,14 @@ class TestWebServer:
                     name, sep, value = line.partition(":")
                     if sep:
                         headers[name.strip().lower()] = value.strip()
+                profile = self.spec.profile(host)
+                if profile.startswith("odd"):
+                    self._log(received, local_ip, headers, method, target, 0, client_port)
+                    raw = odd.route(profile, target, self._netloc_of("odd-cut-robots"))
+                    cut = functools.partial(self._event, "cut", local_ip, target)
+                    if not await odd.send(raw, reader, writer, cut):
+                        return
+                    continue
                 status, extra, body, wait = self.route(host, target)
                 record = {
                     "t": received,
@@ -176,11 +208,16 @@ class TestWebServer:
         raise OSError("no free port found for the test web")
 
 
+def events_path(log_path: str) -> str:
+    """Where the server writes events other than requests (``TestWeb.events()`` reads them)."""
+    return str(Path(log_path).with_name("events.jsonl"))
+
+
 async def _main(spec: WebSpec, port: int, log_path: str) -> None:
     if "hostile" in spec.profiles:
         hostile.prepare()  # build the bombs now: building one mid-crawl would stall every host of this server
-    with open(log_path, "a", encoding="utf-8") as log:
-        server = TestWebServer(spec, log)
+    with open(log_path, "a", encoding="utf-8") as log, open(events_path(log_path), "a", encoding="utf-8") as events:
+        server = TestWebServer(spec, log, events)
         port, _servers = await server.serve(port)
         graph = WebGraph(spec, port)
         ready = {"port": port, "seeds": graph.seeds(), "resolve": graph.resolve_entries()}
