@@ -94,6 +94,7 @@ def prepare_out_dir(cfg: CrawlConfig) -> str:
     if cfg.resume:
         if checkpoint is None:
             raise ConfigError(f"resume: no checkpoint to resume in {store.describe()}")
+        _check_resumable(cfg, store)
     elif checkpoint is not None or has_output:
         if not cfg.fresh:
             raise ConfigError(
@@ -109,6 +110,25 @@ def prepare_out_dir(cfg: CrawlConfig) -> str:
     except OSError as exc:
         raise ConfigError(f"out: cannot create {out} ({exc.strerror})") from None
     return str(out)
+
+
+def _check_resumable(cfg: CrawlConfig, store: Any) -> None:
+    """Refuse a resume that asks for what the saved crawl cannot become (before anything starts)."""
+    from raycrawl.actors.checkpoints import saved_state
+    from raycrawl.adapters.snapshots import CorruptCheckpoint, StoreUnavailable
+
+    try:
+        state = saved_state(store)
+    except StoreUnavailable as exc:
+        raise ServiceError(str(exc)) from None
+    except (CorruptCheckpoint, ValueError, KeyError, OSError) as exc:
+        raise ConfigError(f"resume: the checkpoint in {store.describe()} cannot be read ({exc})") from None
+    saved = (state or {}).get("dedup")
+    if saved is not None and saved != cfg.dedup:
+        raise ConfigError(
+            f"dedup = {cfg.dedup!r}: the crawl in {store.describe()} keeps a {saved!r} seen-set, which cannot "
+            f"change kind in flight; resume it with --dedup {saved}"
+        )
 
 
 def ensure_ray(address: str | None) -> None:

@@ -83,3 +83,16 @@ def test_out_dir_with_a_crawl_is_refused_unless_fresh(tmp_path: Path) -> None:
         prepare_out_dir(CrawlConfig(out=str(tmp_path)))
     assert prepare_out_dir(CrawlConfig(out=str(tmp_path), fresh=True)) == str(tmp_path.resolve())
     assert not (tmp_path / "pages.jsonl").exists()
+
+
+def test_resume_refuses_a_seen_set_of_another_kind(tmp_path: Path) -> None:
+    import json
+    import zlib
+
+    from raycrawl.adapters.snapshots import LocalDirStore
+
+    state = {"format": 1, "num_shards": 2, "dedup": "exact", "pages_offset": 0}
+    LocalDirStore(tmp_path / "checkpoints").commit(1, {"coordinator": zlib.compress(json.dumps(state).encode())})
+    with pytest.raises(ConfigError, match=r"dedup = 'bloom'.*keeps a 'exact' seen-set.*--dedup exact"):
+        prepare_out_dir(CrawlConfig(out=str(tmp_path), resume=True, dedup="bloom"))
+    assert prepare_out_dir(CrawlConfig(out=str(tmp_path), resume=True, dedup="exact")) == str(tmp_path.resolve())

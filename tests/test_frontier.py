@@ -281,3 +281,27 @@ def test_summary_counts_hosts_ready_waiting_and_paused() -> None:
     assert summary["hosts_ready"] == 1  # ready
     assert summary["hosts_waiting"] == 2  # clock (its slot), answer (its answer)
     assert summary["hosts_paused_now"] == 1  # paused; idle is none of these
+
+
+def test_idle_hosts_whose_robots_txt_expired_are_forgotten_and_start_anew() -> None:
+    from raycrawl.core.frontier import EVICT_EVERY
+
+    clock = FakeClock()
+    shard = make(clock, delay=1.0, robots_ttl=EVICT_EVERY)
+    shard.push(
+        [UrlEntry("http://idle.test/1", 0), UrlEntry("http://busy.test/1", 0), UrlEntry("http://busy.test/2", 0)]
+    )
+    for robots in shard.lease(10):
+        robots_ok(shard, robots, at=clock.now)
+    clock.now += 1.0
+    pages = shard.lease(10)
+    shard.ack([Ack(p.lease_id, 200, clock.now, 0.01, False) for p in pages])
+    assert shard.summary()["hosts"] == 2
+    clock.now += EVICT_EVERY / 2
+    assert shard.evict_idle() == 0  # not yet time to look
+    clock.now += EVICT_EVERY
+    # idle.test: nothing queued, robots.txt expired -> forgotten; busy.test still has a URL queued -> kept.
+    assert shard.evict_idle() == 1 and shard.summary()["hosts"] == 1
+    assert shard.counters["hosts_evicted"] == 1
+    shard.push([UrlEntry("http://idle.test/2", 1)])  # seen again: robots.txt first, as for a new host
+    assert {lease.url for lease in shard.lease(10)} >= {"http://idle.test/robots.txt"}

@@ -94,3 +94,36 @@ def test_seen_sets_round_trip_through_bytes() -> None:
     restored = BloomSeenSet.from_bytes(bloom.to_bytes(), 5000, 0.001)
     assert not any(restored.add_new(range(1000)))
     assert restored.expected_false_drops == bloom.expected_false_drops
+
+
+def test_a_bloom_filter_past_its_capacity_grows_and_never_calls_everything_new() -> None:
+    bloom = BloomSeenSet(capacity=1000, error_rate=0.001)
+    first = bloom.add_new(range(10_000))  # ten times its capacity
+    assert sum(first) >= 9_900 and bloom.grown >= 3
+    # Everything seen stays seen: a filter past capacity that called URLs new would refetch all of these.
+    assert sum(bloom.add_new(range(10_000))) == 0
+    # And new URLs are still new, at about the configured rate of false drops.
+    fresh = bloom.add_new(range(10_000, 20_000))
+    assert sum(fresh) >= 9_900
+    stats = bloom.stats()
+    assert stats["capacity_now"] >= 20_000 and stats["expected_false_drops"] < 100
+    back = BloomSeenSet.from_bytes(bloom.to_bytes(), 1000, 0.001)
+    assert back.grown == bloom.grown and sum(back.add_new(range(20_000))) == 0
+
+
+def test_a_checkpoint_of_the_earlier_plain_bloom_filter_still_loads() -> None:
+    import io
+    import json
+
+    from pybloom_live import BloomFilter
+
+    plain = BloomFilter(capacity=5000, error_rate=0.001)
+    for fp in range(1000):
+        plain.add(fp.to_bytes(8, "big"))
+    buffer = io.BytesIO()
+    plain.tofile(buffer)
+    header = json.dumps({"expected_false_drops": 0.5, "over_capacity": 0}).encode()
+    old = len(header).to_bytes(4, "big") + header + buffer.getvalue()
+    restored = BloomSeenSet.from_bytes(old, 5000, 0.001)
+    assert not any(restored.add_new(range(1000))) and restored.expected_false_drops == 0.5
+    assert all(restored.add_new(range(5000, 5010)))

@@ -50,3 +50,13 @@ def load(store: SnapshotStore) -> Loaded | None:
     state = json.loads(zlib.decompress(parts["coordinator"]))
     shards = [parts[f"shard-{i}"] for i in range(state["num_shards"])]
     return Loaded(checkpoint_id, state, shards, parts["dedup"])
+
+
+def saved_state(store: SnapshotStore) -> dict[str, Any] | None:
+    """The coordinator's part of the committed checkpoint alone (its settings, counts ...), without the shards
+    and the seen-set: what a resume checks before it starts anything."""
+    latest = store.latest(only=("coordinator",))
+    if latest is None:
+        return None
+    state: dict[str, Any] = json.loads(zlib.decompress(latest[1]["coordinator"]))
+    return state

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,7 +40,9 @@ class SnapshotStore(Protocol):
         """Write the parts, then make them current. Returns the bytes written."""
         ...
 
-    def latest(self) -> tuple[int, dict[str, bytes]] | None: ...
+    def latest(self, only: Collection[str] | None = None) -> tuple[int, dict[str, bytes]] | None:
+        """The committed checkpoint's id and parts (``only`` these, when given), verified against its manifest."""
+        ...
 
     def current_id(self) -> int | None:
         """The committed checkpoint's id, without reading it."""
@@ -62,8 +65,12 @@ def _manifest(checkpoint_id: int, parts: dict[str, bytes]) -> bytes:
     ).encode()
 
 
-def _verify(manifest: dict[str, Any], parts: dict[str, bytes]) -> None:
-    for name, meta in manifest["parts"].items():
+def _wanted(manifest: dict[str, Any], only: Collection[str] | None) -> dict[str, Any]:
+    return {name: meta for name, meta in manifest["parts"].items() if only is None or name in only}
+
+
+def _verify(manifest: dict[str, Any], parts: dict[str, bytes], only: Collection[str] | None = None) -> None:
+    for name, meta in _wanted(manifest, only).items():
         data = parts.get(name)
         if data is None or len(data) != meta["size"] or hashlib.sha256(data).hexdigest() != meta["sha256"]:
             raise CorruptCheckpoint(f"checkpoint {manifest['checkpoint']}: part {name!r} does not match its manifest")
@@ -122,14 +129,14 @@ class LocalDirStore:
         except (FileNotFoundError, ValueError):
             return None
 
-    def latest(self) -> tuple[int, dict[str, bytes]] | None:
+    def latest(self, only: Collection[str] | None = None) -> tuple[int, dict[str, bytes]] | None:
         checkpoint_id = self.current_id()
         if checkpoint_id is None:
             return None
         directory = self._dir(checkpoint_id)
         manifest = json.loads((directory / "manifest.json").read_bytes())
-        parts = {name: (directory / name).read_bytes() for name in manifest["parts"]}
-        _verify(manifest, parts)
+        parts = {name: (directory / name).read_bytes() for name in _wanted(manifest, only)}
+        _verify(manifest, parts, only)
         return checkpoint_id, parts
 
     def clear(self) -> None:
@@ -205,7 +212,7 @@ class RedisSnapshotStore:
         current = self._call(self._redis.get, self.prefix + "current")
         return None if current is None else int(current)
 
-    def latest(self) -> tuple[int, dict[str, bytes]] | None:
+    def latest(self, only: Collection[str] | None = None) -> tuple[int, dict[str, bytes]] | None:
         checkpoint_id = self.current_id()
         if checkpoint_id is None:
             return None
@@ -215,14 +222,14 @@ class RedisSnapshotStore:
         manifest = json.loads(raw)
         pipe = self._redis.pipeline(transaction=False)
         layout = []
-        for name, meta in manifest["parts"].items():
+        for name, meta in _wanted(manifest, only).items():
             chunks = max(1, -(-meta["size"] // CHUNK_BYTES))
             layout.append((name, chunks))
             for i in range(chunks):
                 pipe.get(self._key(checkpoint_id, name, i))
         values = iter(self._call(pipe.execute))
         parts = {name: b"".join(next(values) or b"" for _ in range(chunks)) for name, chunks in layout}
-        _verify(manifest, parts)
+        _verify(manifest, parts, only)
         return checkpoint_id, parts
 
     def clear(self) -> None:

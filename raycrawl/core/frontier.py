@@ -43,6 +43,7 @@ def by_depth(entry: UrlEntry) -> float:
 
 
 HOST_BUDGET = "max_pages_per_host"  # the detail of URLs a host's page budget turned away
+EVICT_EVERY = 300.0  # seconds between two looks for idle hosts to forget (FrontierShard.evict_idle)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,7 @@ class FrontierShard:
         self._terminals: list[Terminal] = []
         self._paused: set[str] = set()  # hosts with a pause reason: few, so their queues can be summed often
         self._next_lease_id = 1
+        self._next_eviction = clock() + EVICT_EVERY
         self._queued = 0
         self.counters: Counter[str] = Counter()
 
@@ -398,6 +400,33 @@ class FrontierShard:
             self.counters["lease_expiries"] += len(expired)
             self.release(expired, "lease expired")
 
+    def evict_idle(self) -> int:
+        """Forget hosts with nothing left to remember: no URL queued or leased, robots.txt expired, no pause, no
+        verdict, no page budget to keep, and a clock that no longer holds anything back. A crawl of millions of
+        hosts keeps in memory only the ones it is working on. A host seen again starts anew (robots.txt first).
+        Runs at most every ``EVICT_EVERY`` seconds: it scans every host of the shard."""
+        now = self._clock()
+        if now < self._next_eviction:
+            return 0
+        self._next_eviction = now + EVICT_EVERY
+        budget = self.settings.max_pages_per_host is not None
+        idle = [
+            key
+            for key, hs in self._hosts.items()
+            if not hs.queue
+            and hs.in_flight == 0
+            and not hs.robots_leased
+            and hs.paused is None
+            and hs.closed is None
+            and not budget
+            and (hs.robots is None or hs.robots.expires_at <= now)
+            and hs.due() <= now
+        ]
+        for key in idle:
+            self._hosts.pop(key).heap_token = 0  # (a stale ready-heap entry of it stays stale)
+        self.counters["hosts_evicted"] += len(idle)
+        return len(idle)
+
     def drain(self, detail: str) -> None:
         """End everything queued as out_of_budget; a paused host's URLs say why it was paused."""
         for hs in self._hosts.values():
@@ -449,6 +478,7 @@ class FrontierShard:
         With ``drain`` (the crawl is stopping), everything queued ends as out_of_budget instead.
         """
         reply = self.ack(acks)
+        self.evict_idle()
         self.push(pushes)
         if drain is not None:
             self.drain(drain)

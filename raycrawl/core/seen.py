@@ -20,7 +20,7 @@ from typing import Protocol, cast
 
 import numpy as np
 from numpy.typing import NDArray
-from pybloom_live import BloomFilter
+from pybloom_live import BloomFilter, ScalableBloomFilter
 
 _MIN_MERGE = 65_536
 
@@ -122,51 +122,56 @@ def _merged(a: NDArray[np.uint64], b: NDArray[np.uint64]) -> NDArray[np.uint64]:
 
 
 class BloomSeenSet:
+    """A scalable Bloom filter (pybloom-live): past ``capacity`` it adds a filter twice as large at 0.9x the error
+    rate, so a crawl that outgrows its estimate keeps deduplicating (a plain filter past capacity would have to
+    call every URL new, or every URL seen). ``grown`` counts the filters added."""
+
     def __init__(self, capacity: int, error_rate: float) -> None:
-        self._filter = BloomFilter(capacity=capacity, error_rate=error_rate)
+        # The first filter gets exactly the configured rate (pybloom-live multiplies by its ratio, 0.9).
+        self._filter = ScalableBloomFilter(capacity, error_rate / _RATIO, ScalableBloomFilter.SMALL_SET_GROWTH)
         self.capacity = capacity
         self.error_rate = error_rate
         self.checks = 0
         self.hits = 0
         self.expected_false_drops = 0.0
-        self.over_capacity = 0
 
     def __len__(self) -> int:
-        return int(self._filter.count)
+        return len(self._filter)
+
+    @property
+    def grown(self) -> int:
+        return max(0, len(self._filter.filters) - 1)
 
     def _false_positive_rate(self) -> float:
-        f = self._filter
-        k, m, n = f.num_slices, f.num_bits, f.count
-        return float((1.0 - math.exp(-k * n / m)) ** k)
+        """The chance that a URL never seen is reported as seen now: 1 - the chance every filter says no."""
+        miss = 1.0
+        for f in self._filter.filters:
+            k, m, n = f.num_slices, f.num_bits, f.count
+            miss *= 1.0 - (1.0 - math.exp(-k * n / m)) ** k
+        return 1.0 - miss
 
     def add_new(self, fingerprints: Iterable[int]) -> list[bool]:
         out: list[bool] = []
-        f = self._filter
-        for fp in fingerprints:
-            if f.count >= self.capacity:
-                # pybloom-live raises past capacity; treating the URL as new costs at most a duplicate fetch.
-                self.over_capacity += 1
-                out.append(True)
-                continue
-            # Each new URL had this chance of being reported as seen and dropped.
-            p = self._false_positive_rate()
-            already = f.add(fp.to_bytes(8, "big"))
+        add = self._filter.add
+        p = self._false_positive_rate()
+        for i, fp in enumerate(fingerprints):
+            if i % 1024 == 0 and i:
+                p = self._false_positive_rate()  # (it moves slowly: refreshed every 1,024 URLs of a batch)
+            already = add(fp.to_bytes(8, "big"))
             if not already:
-                self.expected_false_drops += p
+                self.expected_false_drops += p  # this new URL had that chance of being dropped as "seen"
             out.append(not already)
         self.checks += len(out)
         self.hits += len(out) - sum(out)
         return out
 
     def memory_bytes(self) -> int:
-        return int(self._filter.num_bits // 8)
+        return int(sum(f.num_bits // 8 for f in self._filter.filters))
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
         self._filter.tofile(buffer)
-        header = json.dumps(
-            {"expected_false_drops": self.expected_false_drops, "over_capacity": self.over_capacity}
-        ).encode()
+        header = json.dumps({"format": "scalable", "expected_false_drops": self.expected_false_drops}).encode()
         return len(header).to_bytes(4, "big") + header + buffer.getvalue()
 
     @classmethod
@@ -174,9 +179,12 @@ class BloomSeenSet:
         size = int.from_bytes(data[:4], "big")
         header = json.loads(data[4 : 4 + size])
         seen = cls(capacity, error_rate)
-        seen._filter = BloomFilter.fromfile(io.BytesIO(data[4 + size :]))
+        body = io.BytesIO(data[4 + size :])
+        if header.get("format") == "scalable":
+            seen._filter = ScalableBloomFilter.fromfile(body)
+        else:  # a checkpoint from before the filter could grow: its one plain filter becomes the first
+            seen._filter.filters = [BloomFilter.fromfile(body)]
         seen.expected_false_drops = header["expected_false_drops"]
-        seen.over_capacity = header["over_capacity"]
         return seen
 
     def stats(self) -> dict[str, float]:
@@ -186,7 +194,11 @@ class BloomSeenSet:
             "hits": self.hits,
             "memory_bytes": self.memory_bytes(),
             "expected_false_drops": round(self.expected_false_drops, 3),
-            "over_capacity": self.over_capacity,
             "capacity": self.capacity,
+            "capacity_now": int(self._filter.capacity),
+            "grown": self.grown,
             "error_rate": self.error_rate,
         }
+
+
+_RATIO = 0.9  # pybloom-live's error-rate ratio between successive filters
