@@ -125,9 +125,17 @@ def test_every_output_file_is_valid(crawl: OddCrawl) -> None:
     responses = 0
     for warc in (crawl.out / "warc").glob("*.warc.gz"):
         with warc.open("rb") as f:
+            kinds = []
             for record in ArchiveIterator(f):
                 record.content_stream().read()
-                responses += record.rec_type == "response"
+                kinds.append(record.rec_type)
+                if record.rec_type == "response":
+                    responses += 1
+                    assert record.rec_headers.get_header("WARC-IP-Address", "").startswith("127.0.0.")
+            assert kinds[0] == "warcinfo"
+        # warcio's checker: every digest matches (the raw header bytes of the odd host included)
+        done = subprocess.run([sys.executable, "-m", "warcio.cli", "check", str(warc)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
     fetched = [r for r in _records(crawl.out) if r["outcome"] == "fetched"]
     assert responses >= len(fetched)
 

@@ -21,6 +21,15 @@ def _gzip_members(data: bytes) -> int:
     return members
 
 
+def _all_members(data: bytes) -> bytes:
+    out = b""
+    while data:
+        d = zlib.decompressobj(zlib.MAX_WBITS + 16)
+        out += d.decompress(data)
+        data = d.unused_data
+    return out
+
+
 def test_each_record_is_its_own_gzip_member_and_reads_back(tmp_path: Path) -> None:
     sink = WarcSink(str(tmp_path), epoch=3)
     bodies = [b"<html>" + bytes(range(256)) * i + b"</html>" for i in range(1, 6)]
@@ -34,7 +43,7 @@ def test_each_record_is_its_own_gzip_member_and_reads_back(tmp_path: Path) -> No
     sink.write("http://a.test/big", [("Host", "a.test")], HttpStatus(200, b"OK", []), b"x" * 100, truncated=True)
     sink.close()
     (path,) = tmp_path.glob("raycrawl-e000003-*.warc.gz")
-    assert _gzip_members(path.read_bytes()) == 2 * (len(bodies) + 1)  # a request and a response each
+    assert _gzip_members(path.read_bytes()) == 1 + 2 * (len(bodies) + 1)  # warcinfo, then a request and a response each
     with path.open("rb") as f:
         records = [
             (r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), r.rec_headers.get_header("WARC-Truncated"),
@@ -59,7 +68,7 @@ def test_the_status_line_and_headers_are_stored_as_the_server_sent_them(tmp_path
     sink.write("http://a.test/odd", [("Host", "a.test")], HttpStatus(200, b"\xd0\x9e\xff K", raw), b"hello")
     sink.close()
     (path,) = tmp_path.glob("*.warc.gz")
-    data = zlib.decompressobj(zlib.MAX_WBITS + 16).decompress(path.read_bytes())
+    data = _all_members(path.read_bytes())
     assert b"HTTP/1.1 200 \xd0\x9e\xff K\r\n" in data
     assert b"Content-Type: text/html; charset=\xff\xfe\r\n" in data and b"X-\xe9t\xe9: caf\xc3\xa9 \x80\r\n" in data
     assert b"Content-Encoding" not in data and b"Content-Length: 5\r\n\r\nhello" in data
@@ -70,3 +79,36 @@ def test_the_status_line_and_headers_are_stored_as_the_server_sent_them(tmp_path
             if r.rec_type == "response"
         ]
     assert responses == [("200", b"hello")]
+
+
+def test_warc_1_1_files_open_with_warcinfo_and_link_their_records(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    info = {"software": "raycrawl/test", "isPartOf": "crawl-7", "operator": "https://example.com/bot"}
+    sink = WarcSink(str(tmp_path), epoch=1, info=info)
+    status = HttpStatus(200, b"OK \xff", [(b"Content-Type", b"text/html; charset=\xfe")])
+    sink.write("http://a.test/x?b=2&a=1", [("Host", "a.test")], status, b"<html>x</html>", ip="127.0.0.2")
+    sink.write("http://a.test/y", [("Host", "a.test")], HttpStatus(404, b"Not Found", []), b"", ip="::1")
+    sink.close()
+    (path,) = tmp_path.glob("*.warc.gz")
+    with path.open("rb") as f:
+        records = [(r.rec_type, dict(r.rec_headers.headers), r.content_stream().read()) for r in ArchiveIterator(f)]
+    kinds = [kind for kind, _, _ in records]
+    assert kinds == ["warcinfo", "response", "request", "response", "request"]
+    warcinfo_id = records[0][1]["WARC-Record-ID"]
+    assert b"isPartOf: crawl-7" in records[0][2] and b"operator: https://example.com/bot" in records[0][2]
+    for kind, headers, _ in records:
+        assert headers["WARC-Date"].count(".") == 1 and headers["WARC-Date"].endswith("Z")  # sub-second
+        if kind != "warcinfo":
+            assert headers["WARC-Warcinfo-ID"] == warcinfo_id
+    (_, first, _), (_, request, _) = records[1], records[2]
+    assert first["WARC-IP-Address"] == "127.0.0.2" and records[3][1]["WARC-IP-Address"] == "::1"
+    assert request["WARC-Concurrent-To"] == first["WARC-Record-ID"]
+    assert first["WARC-Target-URI"] == "http://a.test/x?b=2&a=1"
+    # warcio's own checker: every record's digests match what was written.
+    done = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "check", "-v", str(path)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "digest pass" in done.stdout and "fail" not in done.stdout.replace("digest pass", "")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from raycrawl import __version__
 from raycrawl.adapters.fetcher import FetchSettings
 from raycrawl.config import CrawlConfig
 from raycrawl.core.frontier import FrontierSettings
@@ -59,6 +61,29 @@ def fetch_settings(cfg: CrawlConfig, out_dir: str) -> FetchSettings:
         tracking_params=cfg.tracking_params,
         resolve=tuple(sorted(cfg.resolve_map().items())),
         warc_dir=str(Path(out_dir) / "warc") if cfg.warc else None,
+        warc_info=warcinfo_fields(cfg, crawl_id_of(cfg, out_dir)),
         allow_private_networks=cfg.allow_private_networks,
         allow_networks=cfg.allow_network,
     )
+
+
+def warcinfo_fields(cfg: CrawlConfig, crawl_id: str) -> tuple[tuple[str, str], ...]:
+    """What opens every WARC file (WARC 1.1 section 6.1): who made it, for which crawl, under which rules."""
+    operator = re.search(r"\+\s*([^\s;)]+)", cfg.user_agent)  # "(+https://example.com/bot)" names the operator
+    settings = (
+        f"scope={cfg.scope} delay={cfg.delay:g}s delay_factor={cfg.delay_factor:g} "
+        f"max_depth={cfg.max_depth} max_pages={cfg.max_pages} max_body_bytes={cfg.max_body_bytes} "
+        f"per_host_concurrency={cfg.per_host_concurrency}"
+    )
+    fields = [
+        ("software", f"raycrawl/{__version__} (aiohttp, warcio)"),
+        ("format", "WARC File Format 1.1"),
+        ("conformsTo", "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"),
+        ("isPartOf", crawl_id),
+        ("http-header-user-agent", cfg.user_agent),
+        ("robots", "obey (RFC 9309)"),
+        ("description", settings),
+    ]
+    if operator is not None:
+        fields.insert(4, ("operator", operator.group(1)))
+    return tuple(fields)

@@ -67,6 +67,7 @@ class FetchSettings:
     tracking_params: tuple[str, ...] = ()
     resolve: tuple[tuple[str, str], ...] = ()
     warc_dir: str | None = None
+    warc_info: tuple[tuple[str, str], ...] = ()  # the fields of each WARC file's warcinfo record
     allow_private_networks: bool = False
     allow_networks: tuple[str, ...] = ()
 
@@ -133,6 +134,7 @@ class _Exchange:
     request_headers: list[tuple[str, str]] = field(default_factory=list)
     reason: str = ""  # as aiohttp decoded it (bytes that are not UTF-8 as surrogate escapes)
     raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # as received
+    ip: str | None = None  # the address the response came from (WARC-IP-Address)
     location: str | None = None
     body: bytes = b""
 
@@ -188,7 +190,7 @@ class Fetcher:
             return  # (a rollback deletes the files of the epoch it undoes: then a new file is needed)
         if self._warc is not None:
             self._warc.close()
-        self._warc = WarcSink(self.settings.warc_dir, epoch)
+        self._warc = WarcSink(self.settings.warc_dir, epoch, dict(self.settings.warc_info))
 
     def fetch_stream(self, leases: Sequence[Lease], epoch: int = 0) -> Iterator[list[FetchResult]]:
         """Results in small groups, as their requests complete.
@@ -299,6 +301,7 @@ class Fetcher:
             ex.location = headers.get("Location")
             ex.request_headers = list(response.request_info.headers.items())
             ex.reason = response.reason or ""
+            ex.ip = _peer_address(response)
             ex.raw_headers = list(response.raw_headers)
             ex.body, r.truncated = await _read_body(response, limit)
 
@@ -330,7 +333,7 @@ class Fetcher:
             r.outlinks, r.spellings, r.links_capped = links.urls, links.spellings, links.capped
         if self._warc is not None and (not too_large or self.settings.keep_truncated):
             status = HttpStatus(r.status, _reason_bytes(ex.reason), ex.raw_headers)
-            self._warc.write(r.lease.request_url, ex.request_headers, status, ex.body, truncated=too_large)
+            self._warc.write(r.lease.request_url, ex.request_headers, status, ex.body, too_large, ex.ip)
 
 
 async def _read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
@@ -346,6 +349,16 @@ async def _read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[byte
             response.close()
             return bytes(body), True
     return bytes(body), False
+
+
+def _peer_address(response: aiohttp.ClientResponse) -> str | None:
+    """The IP address the response came from, while its connection is open."""
+    connection = response.connection
+    # (a response without a body has handed its connection back already: its protocol still knows the socket)
+    protocol = connection.protocol if connection is not None else getattr(response, "_protocol", None)
+    transport = getattr(protocol, "transport", None)
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return str(peer[0]) if isinstance(peer, tuple) and peer else None
 
 
 def _reason_bytes(reason: str) -> bytes:

@@ -15,6 +15,7 @@ import os
 import socket
 import time
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -92,13 +93,24 @@ class _RawHeaders(StatusAndHeaders):  # type: ignore[misc]
         self.headers_buff = self._raw
 
 
+WARC_VERSION = "1.1"  # sub-second WARC-Date, and the 1.1 revisit profiles (warcio writes both for "1.1")
+
+
 class WarcSink:
-    def __init__(self, directory: str, epoch: int = 0) -> None:
+    """One WARC file of one fetch worker and checkpoint epoch, opened by a ``warcinfo`` record (``info``: the
+    software, the crawl and the settings that matter); every record after it points at that record."""
+
+    def __init__(self, directory: str, epoch: int = 0, info: Mapping[str, str] | None = None) -> None:
         Path(directory).mkdir(parents=True, exist_ok=True)
         self.epoch = epoch
         name = f"raycrawl-e{epoch:06d}-{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000)}.warc.gz"
         self.path = Path(directory) / name
         self._file = self.path.open("ab")
+        writer = WARCWriter(_GzipMembers(self._file), gzip=False, warc_version=WARC_VERSION)
+        warcinfo = writer.create_warcinfo_record(name, dict(info or {"software": "raycrawl"}))
+        self._warcinfo_id: str = warcinfo.rec_headers.get_header("WARC-Record-ID")
+        writer.write_record(warcinfo)
+        self._file.flush()
 
     def write(
         self,
@@ -107,18 +119,27 @@ class WarcSink:
         status: HttpStatus,
         body: bytes,
         truncated: bool = False,
+        ip: str | None = None,
     ) -> None:
-        """Append a response and its request. Built in memory first and appended whole: a failure while
-        building (the fetcher's fault boundary turns it into the URL's error record) leaves no half record."""
+        """Append a response and its request (linked by WARC-Concurrent-To). Built in memory first and appended
+        whole: a failure while building (the fetcher's fault boundary turns it into the URL's error record)
+        leaves no half record."""
         request = StatusAndHeaders(f"GET {path_of(url)} HTTP/1.1", request_headers, is_http_request=True)
         response = _RawHeaders(status, len(body))
         buffer = io.BytesIO()
-        w = WARCWriter(_GzipMembers(buffer), gzip=False)
-        extra = {"WARC-Truncated": "length"} if truncated else None  # WARC 1.1 section 5.13
+        w = WARCWriter(_GzipMembers(buffer), gzip=False, warc_version=WARC_VERSION)
+        extra = {"WARC-Warcinfo-ID": self._warcinfo_id}
+        if ip:
+            extra["WARC-IP-Address"] = ip
+        if truncated:
+            extra["WARC-Truncated"] = "length"  # WARC 1.1 section 5.13
         response_record = w.create_warc_record(
             url, "response", payload=io.BytesIO(body), http_headers=response, warc_headers_dict=extra
         )
-        request_record = w.create_warc_record(url, "request", payload=io.BytesIO(b""), http_headers=request)
+        request_record = w.create_warc_record(
+            url, "request", payload=io.BytesIO(b""), http_headers=request,
+            warc_headers_dict={"WARC-Warcinfo-ID": self._warcinfo_id},
+        )  # fmt: skip
         w.write_request_response_pair(request_record, response_record)
         self._file.write(buffer.getvalue())
 
