@@ -7,19 +7,23 @@ crawl.status(); crawl.hosts(); summary = crawl.wait()
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from raycrawl.adapters.output import PAGES_FILE, STATS_FILE, read_pages
-from raycrawl.config import CrawlConfig
-from raycrawl.core.urls import canonicalize, redact_credentials, request_form
+from raycrawl.config import CrawlConfig, resumed_config
+from raycrawl.core.addresses import address_allowed, parse_networks
+from raycrawl.core.urls import canonicalize, host_key, hostname, redact_credentials, request_form
 from raycrawl.errors import ConfigError, SeedError, ServiceError
 from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
+from raycrawl.results import read_results
 
 Progress = Callable[[dict[str, Any]], None]
 
@@ -84,6 +88,7 @@ def prepare_out_dir(cfg: CrawlConfig) -> str:
     from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 
     out = Path(cfg.out).expanduser().resolve()
+    _check_writable(out)
     store = open_store(cfg.redis_url, crawl_id_of(cfg, str(out)), str(out))
     try:
         checkpoint = store.current_id()
@@ -94,12 +99,11 @@ def prepare_out_dir(cfg: CrawlConfig) -> str:
     if cfg.resume:
         if checkpoint is None:
             raise ConfigError(f"resume: no checkpoint to resume in {store.describe()}")
-        _check_resumable(cfg, store)
     elif checkpoint is not None or has_output:
         if not cfg.fresh:
             raise ConfigError(
                 f"out: {out} already holds a crawl ({store.describe()}); "
-                "--resume to continue it, or --fresh to replace it"
+                "--resume (resume=True) to continue it, or --fresh (fresh=True) to replace it"
             )
         store.clear()
         pages.unlink(missing_ok=True)
@@ -112,23 +116,65 @@ def prepare_out_dir(cfg: CrawlConfig) -> str:
     return str(out)
 
 
-def _check_resumable(cfg: CrawlConfig, store: Any) -> None:
-    """Refuse a resume that asks for what the saved crawl cannot become (before anything starts)."""
-    from raycrawl.actors.checkpoints import saved_state
-    from raycrawl.adapters.snapshots import CorruptCheckpoint, StoreUnavailable
+def check_seed_addresses(seeds: Iterable[str], cfg: CrawlConfig) -> None:
+    """Seeds the address guard would refuse are a mistake to report now, with the flag that allows them -- not a
+    crawl that ends at once with "robots.txt unreachable (BlockedAddress)". Checked without DNS (a lookup could
+    hang on a machine without a resolver): IP literals, ``--resolve`` entries, and localhost names."""
+    networks = parse_networks(cfg.allow_network)
+    overrides = cfg.resolve_map()
+    for url in seeds:
+        host = hostname(host_key(url))
+        address = overrides.get(host)
+        if address is None and (host == "localhost" or host.endswith(".localhost")):
+            address = "127.0.0.1"
+        if address is None and _is_ip(host):
+            address = host
+        if address is not None and not address_allowed(address, cfg.allow_private_networks, networks):
+            raise SeedError(
+                f"seeds: {redact_credentials(url)} is on {address}, an address this crawl may not connect to "
+                f"(loopback, private, link-local ...); allow it with --allow-private-networks "
+                f"(allow_private_networks=True) or --allow-network {address}/32"
+            )
 
+
+def _is_ip(host: str) -> bool:
     try:
-        state = saved_state(store)
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_writable(out: Path) -> None:
+    """An output directory that cannot be one is a configuration mistake, said before anything starts."""
+    existing = next((p for p in (out, *out.parents) if p.exists()), None)
+    if existing is None:
+        return
+    if not existing.is_dir():
+        what = "is a file" if existing == out else f"is under {existing}, which is a file"
+        raise ConfigError(f"out: {out} {what}; give a directory (it is created if missing)", "out")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"out: {out} cannot be written ({existing} is not writable by this user)", "out")
+
+
+def resume_config(cfg: CrawlConfig, named: Collection[str] | None = None) -> CrawlConfig:
+    """The settings a ``--resume`` runs with: the crawl's own (saved in its checkpoint), with what the user named
+    this time on top (``config.resumed_config``); a fixed setting changed is refused, before anything starts."""
+    from raycrawl.actors.checkpoints import saved_state
+    from raycrawl.actors.settings import crawl_id_of
+    from raycrawl.adapters.snapshots import CorruptCheckpoint, StoreUnavailable, open_store
+
+    out = str(Path(cfg.out).expanduser().resolve())
+    store = open_store(cfg.redis_url, crawl_id_of(cfg, out), out)
+    try:
+        state = saved_state(store) or {}
     except StoreUnavailable as exc:
         raise ServiceError(str(exc)) from None
     except (CorruptCheckpoint, ValueError, KeyError, OSError) as exc:
         raise ConfigError(f"resume: the checkpoint in {store.describe()} cannot be read ({exc})") from None
-    saved = (state or {}).get("dedup")
-    if saved is not None and saved != cfg.dedup:
-        raise ConfigError(
-            f"dedup = {cfg.dedup!r}: the crawl in {store.describe()} keeps a {saved!r} seen-set, which cannot "
-            f"change kind in flight; resume it with --dedup {saved}"
-        )
+    # (checkpoints from before settings were saved hold only the seen-set's kind)
+    saved = state.get("config") or ({"dedup": state["dedup"]} if "dedup" in state else {})
+    return resumed_config(cfg, saved, named)
 
 
 def ensure_ray(address: str | None) -> None:
@@ -141,6 +187,11 @@ def ensure_ray(address: str | None) -> None:
         # A Ray of our own: keep it on loopback (anyone who reaches Ray's ports can run code).
         options["_node_ip_address"] = "127.0.0.1"
         options["_system_config"] = dict(RAY_SYSTEM_CONFIG)
+    # Ray turns token authentication on for a new local cluster and says so on every run, as a WARNING: a line a
+    # raycrawl user can do nothing about (it is the safe default). Only that logger, only while starting.
+    auth_log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    level = auth_log.level
+    auth_log.setLevel(logging.ERROR)
     try:
         ray.init(
             address=address,
@@ -152,13 +203,18 @@ def ensure_ray(address: str | None) -> None:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = address or "a local Ray instance"
         raise ServiceError(f"cannot start or reach Ray at {where}: {exc}") from None
+    finally:
+        auth_log.setLevel(level)
 
 
 class Crawl:
     """A crawl running on Ray, driven from this process."""
 
-    def __init__(self, config: CrawlConfig) -> None:
+    def __init__(self, config: CrawlConfig, named: Collection[str] | None = None) -> None:
+        """``named``: the settings the user gave (the CLI knows); with ``--resume`` only these override the crawl's
+        saved settings. None: every setting that differs from its default counts as named."""
         self.config = config
+        self._named = named
         self.seeds: list[str] = []
         self.seed_problems: list[SeedProblem] = []
         self.out_dir = ""
@@ -176,6 +232,10 @@ class Crawl:
 
         self.seeds, self.seed_problems = load_seeds(self.config)
         self.out_dir = prepare_out_dir(self.config)
+        if self.config.resume:
+            self.config = resume_config(self.config, self._named)
+            self.seeds, self.seed_problems = load_seeds(self.config)  # (with the crawl's own tracking parameters)
+        check_seed_addresses(self.seeds, self.config)
         ensure_ray(self.config.ray_address)
         # The coordinator writes pages.jsonl: keep it on this node, where --out was given.
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
@@ -296,11 +356,11 @@ class Crawl:
         return read_pages(self.out_dir)
 
     def results(self) -> Any:
-        """The records written so far as a Ray Dataset (``.to_pandas()``, ``.filter()``, ``.write_parquet()``)."""
-        import ray.data
-
+        """The records written so far as a lazy Ray Dataset read from the output files in Ray tasks, never through
+        this process (``.to_pandas()``, ``.filter()``, ``.write_parquet()``), with integer status and timings and
+        ``fetched_at`` as a UTC timestamp. Works while the crawl runs, and after it ended."""
         self._require_started()
-        return ray.data.from_items(self.records())
+        return read_results(self.out_dir)
 
 
 def crawl(config: CrawlConfig, progress: Progress | None = None) -> dict[str, Any]:

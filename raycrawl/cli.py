@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import signal
 import sys
 import types
@@ -15,61 +16,65 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from raycrawl.config import FIELD_TYPES, CrawlConfig, load_config
+from raycrawl import __version__
+from raycrawl.adapters.snapshots import redis_url_for_messages
+from raycrawl.config import FIELD_TYPES, CrawlConfig, load_named_config
 from raycrawl.errors import RaycrawlError
 from raycrawl.progress import Progress
 
 HELP = {
     "seeds_file": "file with one seed URL per line (# comments allowed)",
-    "out": "output directory: pages.jsonl, warc/, stats.json (default: crawl-out)",
-    "max_pages": "stop after this many pages were fetched",
+    "out": "output directory: pages.jsonl, warc/, stats.json",
+    "max_pages": "stop after this many pages were fetched (a limit: --resume with a larger one goes on)",
+    "leftovers": "what a --max-pages/--time-limit stop does with queued URLs: keep them for --resume,"
+    " or record each as out_of_budget (final)",
     "max_depth": "do not follow links more than this many hops from a seed",
     "time_limit": "stop after this many seconds of crawling (worker start-up excluded)",
     "scope": "which links to follow: host (the seeds' hosts), domain (their registered domains), any",
     "allow": "only follow URLs matching this regex (repeatable)",
     "deny": "never follow URLs matching this regex (repeatable; wins over --allow)",
     "tracking_params": "query parameters dropped from URLs, comma-separated fnmatch patterns",
-    "delay": "minimum seconds between two requests to one host (default 1.0)",
-    "delay_factor": "a host's delay is at least this many times its last response time (default 1; 0: off)",
-    "min_delay": "floor of any host's delay (default 0)",
-    "max_delay": "ceiling of any host's delay (default 60)",
-    "max_crawl_delay": "largest robots.txt Crawl-delay honoured (default 30)",
+    "delay": "minimum seconds between two requests to one host",
+    "delay_factor": "a host's delay is at least this many times its last exchange's duration (0: off)",
+    "min_delay": "floor of any host's delay",
+    "max_delay": "ceiling of any host's delay",
+    "max_crawl_delay": "largest robots.txt Crawl-delay honoured",
     "crawl_delay_policy": "a Crawl-delay over the cap: cap it (and count it) or skip the host",
-    "max_retry_after": "longest Retry-After honoured, seconds (default 3600)",
-    "backoff_base": "first backoff after a transient failure, doubling per failure in a row (default 2)",
-    "max_backoff": "longest backoff, seconds (default 600)",
-    "pause_after": "pause a host after this many 403/451 in a row (default 3; 0: never)",
-    "per_host_concurrency": "requests in flight per host (default 1)",
-    "shards": "number of frontier shards (default: one per CPU, at least 2)",
+    "max_retry_after": "longest Retry-After honoured, seconds",
+    "backoff_base": "first backoff after a transient failure, doubling per failure in a row",
+    "max_backoff": "longest backoff, seconds",
+    "pause_after": "pause a host after this many 403/451 in a row",
+    "per_host_concurrency": "requests in flight per host",
+    "shards": "number of frontier shards",
     "dedup": "seen-set: exact (64-bit fingerprints, ~9.6 B/URL) or bloom (smaller, may drop a few URLs)",
-    "bloom_capacity": "URLs the Bloom filter is sized for (default 10,000,000)",
-    "bloom_error_rate": "the Bloom filter's false-positive rate at capacity (default 0.001)",
-    "user_agent": "User-Agent header; its product token picks robots.txt groups (default raycrawl/0.1)",
+    "bloom_capacity": "URLs the Bloom filter is sized for",
+    "bloom_error_rate": "the Bloom filter's false-positive rate at capacity",
+    "user_agent": "User-Agent header; its product token picks robots.txt groups",
     "allow_private_networks": "allow connecting to private, loopback and link-local addresses (off by default)",
     "allow_network": "allow connecting to this CIDR even if private, e.g. 10.0.0.0/8 (repeatable)",
     "resolve": "pin a host name to an address, HOST=IP (repeatable), like curl --resolve",
-    "ray_address": "address of a running Ray cluster (default: start a local one, or RAY_ADDRESS)",
-    "fetch_batch_size": "URLs per fetch task when enough are due (default 32)",
-    "max_tasks_in_flight": "fetch tasks running at once (default 4)",
-    "fetch_task_cpus": "CPUs a fetch task reserves (default 0.5: fetching is mostly waiting)",
-    "timeout": "connect/read timeout per request, seconds (default 30)",
-    "fetch_deadline": "total seconds one fetch may take, on top of --timeout: cuts off slow drips (default 60)",
-    "max_body_bytes": "largest decoded body read, in bytes; larger ends as too_large (default 10 MiB)",
-    "keep_truncated": "keep the first max-body-bytes of a too_large body in the WARC (default off)",
-    "max_redirects": "redirect hops followed from one URL; more ends as an error with the chain (default 10)",
-    "max_path_depth": "URLs with more path segments are rejected as a likely trap (default 20)",
-    "max_repeated_segments": "a path segment repeated more times in a row is rejected as a trap (default 2)",
-    "max_outlinks": "links taken from one page (default 5000)",
-    "max_pages_per_host": "requests per host at most; further URLs of the host are rejected (default: no limit)",
-    "max_attempts": "attempts per URL for transient failures (default 3)",
+    "ray_address": "address of a running Ray cluster",
+    "fetch_batch_size": "URLs per fetch task when enough are due",
+    "max_tasks_in_flight": "fetch tasks running at once",
+    "fetch_task_cpus": "CPUs a fetch task reserves",
+    "timeout": "connect/read timeout per request, seconds",
+    "fetch_deadline": "total seconds one fetch may take, on top of --timeout: cuts off slow drips",
+    "max_body_bytes": "largest decoded body read, in bytes; larger ends as too_large",
+    "keep_truncated": "keep the first max-body-bytes of a too_large body in the WARC",
+    "max_redirects": "redirect hops followed from one URL; more ends as an error with the chain",
+    "max_path_depth": "URLs with more path segments are rejected as a likely trap",
+    "max_repeated_segments": "a path segment repeated more times in a row is rejected as a trap",
+    "max_outlinks": "links taken from one page",
+    "max_pages_per_host": "requests per host at most; further URLs of the host are rejected",
+    "max_attempts": "attempts per URL for transient failures",
     "max_queue_per_host": "queued URLs per host before new ones are shed as out_of_budget",
     "max_queue_total": "queued URLs per shard before new ones are shed as out_of_budget",
-    "lease_horizon": "how far ahead (s) a URL may be leased before its host is due (default 0.3)",
-    "robots_ttl": "seconds a robots.txt is cached (default 86400)",
-    "warc": "write WARC files (default true; --no-warc to skip)",
-    "checkpoint_interval": "seconds between checkpoints (default 30; 0: only at the end and on a stop)",
-    "redis_url": "keep checkpoints in Redis (redis://[:password@]host:port/db) instead of OUT/checkpoints",
-    "crawl_id": "name of the crawl in the checkpoint store (default: the --out directory's name)",
+    "lease_horizon": "how far ahead (s) a URL may be leased before its host is due",
+    "robots_ttl": "seconds a robots.txt is cached",
+    "warc": "write no WARC files",
+    "checkpoint_interval": "seconds between checkpoints",
+    "redis_url": "keep checkpoints in Redis (redis://[:password@]host:port/db)",
+    "crawl_id": "name of the crawl in the checkpoint store",
     "resume": "continue the crawl from its last checkpoint",
     "strict": "a malformed seed is an error instead of a warning",
     "fresh": "replace an earlier crawl's output in --out",
@@ -77,31 +82,112 @@ HELP = {
 }
 
 
+# The flags of `raycrawl crawl`, grouped as an operator looks for them (every CrawlConfig field is in one group).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "scope and limits": ("seeds_file", "scope", "allow", "deny", "max_depth", "max_pages", "time_limit",
+                         "max_pages_per_host", "leftovers", "tracking_params", "strict"),
+    "politeness": ("delay", "delay_factor", "min_delay", "max_delay", "max_crawl_delay", "crawl_delay_policy",
+                   "max_retry_after", "backoff_base", "max_backoff", "pause_after", "per_host_concurrency",
+                   "user_agent", "robots_ttl"),
+    "output and durability": ("out", "warc", "keep_truncated", "checkpoint_interval", "redis_url", "crawl_id",
+                              "resume", "fresh", "quiet"),
+    "fetching and bounds": ("timeout", "fetch_deadline", "max_body_bytes", "max_redirects", "max_path_depth",
+                            "max_repeated_segments", "max_outlinks", "max_attempts", "max_queue_per_host",
+                            "max_queue_total", "allow_private_networks", "allow_network", "resolve"),
+    "cluster": ("ray_address", "shards", "dedup", "bloom_capacity", "bloom_error_rate", "fetch_batch_size",
+                "max_tasks_in_flight", "fetch_task_cpus", "lease_horizon"),
+}  # fmt: skip
+# What to give, where the type alone does not say it.
+METAVARS = {
+    "seeds_file": "FILE", "allow": "REGEX", "deny": "REGEX", "tracking_params": "PATTERNS", "user_agent": "AGENT",
+    "out": "DIR", "redis_url": "URL", "crawl_id": "NAME", "allow_network": "CIDR", "resolve": "HOST=IP",
+    "ray_address": "ADDRESS", "max_body_bytes": "BYTES", "delay_factor": "FACTOR", "bloom_error_rate": "RATE",
+    "fetch_task_cpus": "CPUS",
+}  # fmt: skip
+SECONDS = {"time_limit", "delay", "min_delay", "max_delay", "max_crawl_delay", "max_retry_after", "backoff_base",
+           "max_backoff", "robots_ttl", "checkpoint_interval", "timeout", "fetch_deadline",
+           "lease_horizon"}  # fmt: skip
+
+NO_DEFAULT = {"shards": "one per CPU, at least 2", "crawl_id": "the --out directory's name",
+              "ray_address": "RAY_ADDRESS, else a local Ray", "redis_url": "none: OUT/checkpoints"}  # fmt: skip
+
+EPILOG = """examples:
+  raycrawl crawl https://example.com/ --out example-out --max-pages 500 --delay 2
+  raycrawl crawl --seeds-file seeds.txt --scope domain --max-depth 3 --config crawl.toml --out out
+  raycrawl crawl --resume --out out --max-pages 1000      # continue a stopped crawl, with a larger budget
+
+settings: flags > RAYCRAWL_* environment variables > --config TOML file > defaults.
+Ctrl-C stops after a checkpoint (queued URLs stay for --resume); a second Ctrl-C aborts.
+
+exit codes:
+  0  the crawl finished, or stopped cleanly (Ctrl-C, a budget)
+  1  the crawl failed
+  2  bad configuration, flags or seeds
+  3  a service (Ray, Redis) could not be reached
+  130 interrupted twice (hard stop)"""
+
+
+def _metavar(name: str, tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return "{" + ",".join(typing.get_args(tp)) + "}"
+    if origin in (types.UnionType, typing.Union):
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    if name in METAVARS:
+        return METAVARS[name]
+    if name in SECONDS:
+        return "SECONDS"
+    return {int: "N", float: "NUMBER", str: "TEXT"}.get(tp, "VALUE")
+
+
+def _default_text(name: str) -> str:
+    value = getattr(CrawlConfig(), name)
+    if value is None:
+        return "no limit" if name.startswith("max_") or name == "time_limit" else NO_DEFAULT.get(name, "none")
+    if isinstance(value, tuple):
+        return ",".join(value) if value else "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return f"{value:,}" if isinstance(value, int) and value >= 10_000 else str(value)
+
+
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
-    for f in dataclasses.fields(CrawlConfig):
-        if f.name == "seeds":
-            continue
-        flag = "--" + f.name.replace("_", "-")
-        tp = FIELD_TYPES[f.name]
-        origin = typing.get_origin(tp)
-        help_text = HELP.get(f.name, "")
-        if tp is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, help=help_text)
-        elif origin is tuple and f.name != "tracking_params":
-            parser.add_argument(flag, action="append", default=None, metavar="VALUE", help=help_text)
-        else:
-            metavar = "|".join(typing.get_args(tp)) if origin is typing.Literal else None
-            if origin in (types.UnionType, typing.Union):
-                metavar = None
-            parser.add_argument(flag, default=None, metavar=metavar, help=help_text)
+    placed = {name for names in GROUPS.values() for name in names}
+    missing = {f.name for f in dataclasses.fields(CrawlConfig)} - placed - {"seeds"}
+    assert not missing, f"flags without a help group: {missing}"
+    for title, names in GROUPS.items():
+        group = parser.add_argument_group(title)
+        for name in names:
+            flag = "--" + name.replace("_", "-")
+            tp = FIELD_TYPES[name]
+            help_text = HELP.get(name, "")
+            default = getattr(CrawlConfig(), name)
+            if tp is bool and default:  # (on by default: only the way to turn it off is a flag)
+                off = "--no-" + name.replace("_", "-")
+                group.add_argument(off, dest=name, action="store_false", default=None, help=help_text)
+            elif tp is bool:
+                group.add_argument(flag, dest=name, action="store_true", default=None, help=help_text)
+            elif typing.get_origin(tp) is tuple and name != "tracking_params":
+                more = f"{help_text} (repeatable)" if "repeatable" not in help_text else help_text
+                group.add_argument(flag, action="append", default=None, metavar=_metavar(name, tp), help=more)
+            else:
+                shown = f"{help_text} (default: {_default_text(name)})"
+                group.add_argument(flag, default=None, metavar=_metavar(name, tp), help=shown)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="raycrawl", description="A polite, durable, distributed web crawler")
+    parser.add_argument("--version", action="version", version=f"raycrawl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    crawl = sub.add_parser("crawl", help="crawl from seed URLs")
-    crawl.add_argument("seeds", nargs="*", metavar="SEED", help="seed URLs")
-    crawl.add_argument("--config", help="TOML file with settings (see README for precedence)")
+    crawl = sub.add_parser(
+        "crawl",
+        help="crawl from seed URLs",
+        description="Crawl from seed URLs, politely, with checkpoints you can --resume from.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    crawl.add_argument("seeds", nargs="*", metavar="URL", help="seed URLs (or --seeds-file)")
+    crawl.add_argument("--config", metavar="FILE", help="TOML file with settings (flags and RAYCRAWL_* win over it)")
     _add_config_flags(crawl)
     demo = sub.add_parser("demo", help="start the built-in test web on 127.0.0.x and crawl it")
     demo.add_argument("--hosts", type=int, default=8)
@@ -122,7 +208,18 @@ def _cli_values(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def print_summary(summary: dict[str, Any]) -> None:
+def continue_command(cfg: CrawlConfig, out_dir: str) -> str:
+    """The command that continues this crawl: the crawl's settings travel in its checkpoints, so only where to
+    find them is needed (a Redis password is left for the user to put back, never printed)."""
+    parts = ["raycrawl", "crawl", "--resume", "--out", shlex.quote(out_dir)]
+    if cfg.redis_url:
+        parts += ["--redis-url", shlex.quote(redis_url_for_messages(cfg.redis_url))]
+    if cfg.crawl_id:
+        parts += ["--crawl-id", shlex.quote(cfg.crawl_id)]
+    return " ".join(parts)
+
+
+def print_summary(summary: dict[str, Any], cfg: CrawlConfig | None = None) -> None:
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(summary.get("outcomes", {}).items())) or "none"
     print(
         f"raycrawl: {summary.get('stop_reason')} after {summary.get('elapsed_s')} s: "
@@ -139,14 +236,16 @@ def print_summary(summary: dict[str, Any]) -> None:
         )
     print(f"raycrawl: output in {summary.get('out_dir')} (pages.jsonl, warc/, stats.json)")
     if summary.get("resumable"):
-        resume = f"raycrawl crawl --resume --out {summary['out_dir']}"
-        print(f"raycrawl: stopped with URLs still queued; continue with: {resume}")
+        resume = continue_command(cfg or CrawlConfig(), str(summary["out_dir"]))
+        queued = summary.get("left_queued")
+        what = f"{queued} URLs still queued" if queued is not None else "URLs still queued"
+        print(f"raycrawl: stopped with {what}; continue with: {resume}")
 
 
-def run_crawl(cfg: CrawlConfig) -> int:
+def run_crawl(cfg: CrawlConfig, named: frozenset[str] | None = None) -> int:
     from raycrawl.api import Crawl
 
-    crawl = Crawl(cfg).start()
+    crawl = Crawl(cfg, named).start()
     for problem in crawl.seed_problems:
         print(f"raycrawl: skipped seed {problem}", file=sys.stderr)
     progress = Progress(quiet=cfg.quiet, total=cfg.max_pages)
@@ -171,8 +270,8 @@ def run_crawl(cfg: CrawlConfig) -> int:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-    progress.close()
-    print_summary(summary)
+    progress.close(final=summary)
+    print_summary(summary, crawl.config)
     return 0
 
 
@@ -199,8 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return run_demo(args)
-        cfg = load_config(_cli_values(args), config_file=args.config)
-        return run_crawl(cfg)
+        cfg, named = load_named_config(_cli_values(args), config_file=args.config)
+        return run_crawl(cfg, named)
     except RaycrawlError as exc:
         print(f"raycrawl: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -17,7 +17,7 @@ import re
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -43,6 +43,7 @@ DEFAULT_TRACKING_PARAMS = (
 Scope = Literal["host", "domain", "any"]
 DedupKind = Literal["exact", "bloom"]
 CrawlDelayPolicy = Literal["cap", "skip"]
+Leftovers = Literal["keep", "record"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,7 @@ class CrawlConfig:
     max_repeated_segments: int = 2
     max_outlinks: int = 5000
     max_pages_per_host: int | None = None
+    leftovers: Leftovers = "keep"
     max_attempts: int = 3
     max_queue_per_host: int = 100_000
     max_queue_total: int = 2_000_000
@@ -106,6 +108,9 @@ class CrawlConfig:
     quiet: bool = False
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # a list where a tuple is declared is what a notebook user writes
+            if isinstance(getattr(self, f.name), list):
+                object.__setattr__(self, f.name, tuple(getattr(self, f.name)))
         _validate(self)
 
     def replace(self, **changes: Any) -> CrawlConfig:
@@ -119,7 +124,14 @@ class CrawlConfig:
 def _validate(cfg: CrawlConfig) -> None:
     def need(ok: bool, key: str, expected: str) -> None:
         if not ok:
-            raise ConfigError(f"{key} = {getattr(cfg, key)!r}: expected {expected}")
+            raise ConfigError(f"{key} = {getattr(cfg, key)!r}: expected {expected}", key)
+
+    for f in dataclasses.fields(cfg):  # from Python nothing has coerced the values: their types first
+        value = getattr(cfg, f.name)
+        if not _has_type(value, FIELD_TYPES[f.name]):
+            listed = typing.get_origin(FIELD_TYPES[f.name]) is tuple and isinstance(value, str)
+            hint = f" (a list of strings, not one string: {f.name}=({value!r},))" if listed else ""
+            raise ConfigError(f"{f.name} = {value!r}: expected {_describe(FIELD_TYPES[f.name])}{hint}", f.name)
 
     for key in ("max_pages", "max_depth"):
         value = getattr(cfg, key)
@@ -133,6 +145,7 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.max_delay >= max(cfg.min_delay, cfg.delay), "max_delay", "seconds >= delay and >= min_delay")
     need(cfg.max_crawl_delay >= 0, "max_crawl_delay", "seconds >= 0")
     need(cfg.crawl_delay_policy in ("cap", "skip"), "crawl_delay_policy", "one of cap, skip")
+    need(cfg.leftovers in ("keep", "record"), "leftovers", "one of keep, record")
     need(cfg.max_retry_after >= 0, "max_retry_after", "seconds >= 0")
     need(cfg.backoff_base > 0, "backoff_base", "seconds > 0")
     need(cfg.max_backoff >= cfg.backoff_base, "max_backoff", "seconds >= backoff_base")
@@ -174,16 +187,17 @@ def _validate(cfg: CrawlConfig) -> None:
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise ConfigError(f"{key}: {pattern!r} is not a valid regular expression ({exc})") from None
+                raise ConfigError(f"{key}: {pattern!r} is not a valid regular expression ({exc})", key) from None
     for cidr in cfg.allow_network:
         try:
             ipaddress.ip_network(cidr, strict=False)
         except ValueError:
-            raise ConfigError(f"allow_network: {cidr!r}: expected a CIDR such as 127.0.0.0/8") from None
+            message = f"allow_network: {cidr!r}: expected a CIDR such as 127.0.0.0/8"
+            raise ConfigError(message, "allow_network") from None
     for entry in cfg.resolve:
         host, sep, addr = entry.partition("=")
         if not sep or not host or not addr:
-            raise ConfigError(f"resolve: {entry!r}: expected HOST=IP, e.g. example.test=127.0.0.2")
+            raise ConfigError(f"resolve: {entry!r}: expected HOST=IP, e.g. example.test=127.0.0.2", "resolve")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -257,8 +271,24 @@ def coerce(key: str, raw: Any, tp: Any | None = None) -> Any:
     except (ValueError, TypeError, StopIteration):
         pass
     else:
-        raise ConfigError(f"{key}: unsupported type {tp}")
-    raise ConfigError(f"{key} = {raw!r}: expected {_describe(tp)}")
+        raise ConfigError(f"{key}: unsupported type {tp}", key)
+    raise ConfigError(f"{key} = {raw!r}: expected {_describe(tp)}", key)
+
+
+def _has_type(value: Any, tp: Any) -> bool:
+    """Does ``value`` have the field type ``tp`` (as the dataclass declares it)?"""
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        return value is None or any(_has_type(value, a) for a in typing.get_args(tp) if a is not type(None))
+    if origin is Literal:
+        return value in typing.get_args(tp)
+    if origin is tuple:
+        return isinstance(value, tuple) and all(isinstance(x, str) for x in value)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, tp)
 
 
 def _normalise_key(key: str, source: str) -> str:
@@ -270,28 +300,58 @@ def _normalise_key(key: str, source: str) -> str:
     return name
 
 
-def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Settings from a TOML file: top-level keys, or a ``[crawl]`` table."""
+def read_toml(path: str | os.PathLike[str], sources: dict[str, str] | None = None) -> dict[str, Any]:
+    """Settings from a TOML file: top-level keys, or a ``[crawl]`` table. ``sources`` learns where each was."""
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigError(f"config: {p} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config: {p} is a directory, not a TOML file") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config: {p} is not valid TOML ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"config: cannot read {p} ({exc.strerror})") from None
     if isinstance(data.get("crawl"), dict):
         data = data["crawl"]
-    return {_normalise_key(k, str(p)): coerce(_normalise_key(k, str(p)), v) for k, v in data.items()}
+    out: dict[str, Any] = {}
+    for raw_key, value in data.items():
+        key = _normalise_key(raw_key, str(p))
+        where = f"{p}, line {_line_of(text, raw_key)}"
+        if sources is not None:
+            sources[key] = where
+        out[key] = _sourced(lambda key=key, value=value: coerce(key, value), where)
+    return out
 
 
-def read_env(environ: Mapping[str, str]) -> dict[str, Any]:
+def _line_of(text: str, key: str) -> int | str:
+    """The line of a TOML file that sets ``key`` (the last one: TOML forbids two), for messages."""
+    pattern = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
+    lines = [n for n, line in enumerate(text.splitlines(), 1) if pattern.match(line)]
+    return lines[-1] if lines else "?"
+
+
+def _sourced(make: Any, where: str) -> Any:
+    """``make()``, with where the value came from added to a ConfigError it raises."""
+    try:
+        return make()
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (from {where})", exc.key) from None
+
+
+def read_env(environ: Mapping[str, str], sources: dict[str, str] | None = None) -> dict[str, Any]:
     """Settings from ``RAYCRAWL_*`` variables; RAYCRAWL_CONFIG names the TOML file and is not a field."""
     out: dict[str, Any] = {}
     for name, raw in environ.items():
         if not name.startswith(ENV_PREFIX) or name == ENV_PREFIX + "CONFIG":
             continue
-        key = _normalise_key(name[len(ENV_PREFIX) :], "environment")
-        out[key] = coerce(key, raw)
+        key = _normalise_key(name[len(ENV_PREFIX) :], f"environment variable {name}")
+        where = f"environment variable {name}"
+        if sources is not None:
+            sources[key] = where
+        out[key] = _sourced(lambda key=key, raw=raw: coerce(key, raw), where)
     return out
 
 
@@ -304,15 +364,78 @@ def load_config(
 
     ``cli`` holds only the flags the user actually gave (None values are ignored), already typed or as strings.
     """
+    return load_named_config(cli, config_file, environ)[0]
+
+
+def load_named_config(
+    cli: Mapping[str, Any] | None = None,
+    config_file: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[CrawlConfig, frozenset[str]]:
+    """``load_config``, and the names of the settings the user gave in some layer (what a resume overrides)."""
     environ = os.environ if environ is None else environ
     merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}  # setting -> where its value came from, for messages
     config_file = config_file or environ.get(ENV_PREFIX + "CONFIG")
     if config_file:
-        merged.update(read_toml(config_file))
-    merged.update(read_env(environ))
+        merged.update(read_toml(config_file, sources))
+    merged.update(read_env(environ, sources))
     for key, value in (cli or {}).items():
         if value is None:
             continue
         name = _normalise_key(key, "command line")
-        merged[name] = coerce(name, value)
-    return CrawlConfig(**merged)
+        where = "the command line" if name == "seeds" else f"--{name.replace('_', '-')} on the command line"
+        sources[name] = where
+        merged[name] = _sourced(lambda name=name, value=value: coerce(name, value), where)
+    try:
+        return CrawlConfig(**merged), frozenset(merged)
+    except ConfigError as exc:
+        if exc.key in sources:
+            raise ConfigError(f"{exc} (from {sources[exc.key]})", exc.key) from None
+        raise
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A crawl's settings travel with its checkpoints
+
+# Settings a running crawl cannot change: what was seen, queued or decided under them would no longer hold.
+FIXED_ON_RESUME = frozenset(
+    {"scope", "allow", "deny", "tracking_params", "dedup", "bloom_capacity", "bloom_error_rate", "shards", "user_agent"}
+)
+# Settings that say how to run this command, not what the crawl is: never taken from a checkpoint.
+PER_RUN = frozenset({"seeds", "seeds_file", "out", "redis_url", "crawl_id", "ray_address", "resume", "fresh", "quiet"})
+
+
+def saved_settings(cfg: CrawlConfig) -> dict[str, Any]:
+    """The settings that make up the crawl, as JSON-ready values, for its checkpoints."""
+    return {f.name: _plain(getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in PER_RUN}
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def resumed_config(cfg: CrawlConfig, saved: Mapping[str, Any], named: Collection[str] | None) -> CrawlConfig:
+    """The configuration of a resumed crawl: its saved settings, with what the user named this time on top.
+
+    ``named``: the settings the user gave (flags, TOML, environment); None (the Python API) takes every field
+    that differs from its default as named. A fixed setting (``FIXED_ON_RESUME``) named with another value than
+    the saved one is refused.
+    """
+    defaults = CrawlConfig()
+    if named is None:
+        named = {f.name for f in dataclasses.fields(cfg) if getattr(cfg, f.name) != getattr(defaults, f.name)}
+    merged: dict[str, Any] = {}
+    for key, raw in saved.items():
+        if key not in FIELD_TYPES or key in PER_RUN:
+            continue  # (a setting this version does not know, from an older or newer raycrawl: skipped)
+        value = coerce(key, raw)
+        if key in named and getattr(cfg, key) != value:
+            if key in FIXED_ON_RESUME:
+                raise ConfigError(
+                    f"{key} = {getattr(cfg, key)!r}: cannot change when resuming (the crawl runs with {value!r}); "
+                    f"leave it out, or start a new crawl with --fresh"
+                )
+            continue  # the user's value
+        merged[key] = value
+    return dataclasses.replace(cfg, **merged)

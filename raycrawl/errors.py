@@ -15,9 +15,17 @@ class RaycrawlError(Exception):
 
 
 class ConfigError(RaycrawlError):
-    """A configuration key or value is wrong; the message names the key and the expected form."""
+    """A configuration key or value is wrong; the message names the key and the expected form.
+
+    ``key``: the setting it is about, so that the loader can say where the value came from (a flag, a line of
+    the TOML file, an environment variable).
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
 
 
 class SeedError(RaycrawlError):

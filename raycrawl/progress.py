@@ -32,7 +32,7 @@ def in_ray_job() -> bool:
 
 
 def describe(status: dict[str, Any]) -> dict[str, Any]:
-    """The numbers a bar shows as its postfix."""
+    """The numbers a bar shows as its postfix (the one rate shown)."""
     return {
         "pages/s": status.get("pages_per_s", 0),
         "queued": status.get("queued", 0),
@@ -80,10 +80,18 @@ class Progress:
         if self._mode == "notebook":
             from tqdm.auto import tqdm as auto_tqdm
 
-            return auto_tqdm(desc="raycrawl", total=self.total, unit="pages")
+            return auto_tqdm(desc="raycrawl", total=self.total, unit="pages", bar_format=self._bar_format())
         from tqdm import tqdm as term_tqdm
 
-        return term_tqdm(desc="raycrawl", total=self.total, unit="pages", file=sys.stderr, dynamic_ncols=True)
+        return term_tqdm(desc="raycrawl", total=self.total, unit="pages", file=sys.stderr, dynamic_ncols=True,
+                         bar_format=self._bar_format())  # fmt: skip
+
+    def _bar_format(self) -> str:
+        """tqdm's own rate is left out: it counts from the bar's first update (a resumed crawl's thousands of pages
+        at once read as "13428.93pages/s"), and the crawl's pages/s is in the postfix already."""
+        if self.total:
+            return "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} pages [{elapsed}{postfix}]"
+        return "{desc}: {n_fmt} pages [{elapsed}{postfix}]"
 
     def warn(self, message: str) -> None:
         if self._bar is not None and self._mode != "ray":
@@ -114,7 +122,27 @@ class Progress:
             self._bar.set_postfix(describe(status), refresh=False)
             self._bar.refresh()
 
-    def close(self) -> None:
+    def close(self, final: dict[str, Any] | None = None) -> None:
+        """End the display; with ``final`` (the crawl's last status or summary) its figures are the last shown."""
+        if final is not None and self._mode != "quiet":
+            pages = int(final.get("pages", _pages_of(final)))
+            outcomes = final.get("outcomes", {})
+            final = {"queued": final.get("left_queued", 0), "errors": outcomes.get("error", 0), **final}
+            if self._mode == "lines":
+                print(status_line({**final, "pages": pages, "state": "finished"}), file=sys.stderr, flush=True)
+            elif self._bar is not None:
+                if self._mode == "ray":
+                    self._bar.update(pages - self._bar.n)
+                else:
+                    self._bar.n = pages
+                    self._bar.set_postfix(describe(final), refresh=False)
+                    self._bar.refresh()
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+def _pages_of(summary: dict[str, Any]) -> int:
+    """Pages fetched, as a summary counts them (the status dict has "pages" itself)."""
+    outcomes = summary.get("outcomes", {})
+    return int(outcomes.get("fetched", 0) + outcomes.get("error", 0) + outcomes.get("too_large", 0))

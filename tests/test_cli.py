@@ -45,6 +45,62 @@ def test_bad_input_is_one_line_and_an_exit_code(tmp_path: Path, args: list[str],
     assert "Traceback" not in done.stderr and "hunter2" not in done.stderr
 
 
+# (args, environment, files to write first, what the one line must say) -- every user mistake: exit 2, one line
+# naming the flag or field and where the value came from, no traceback, nothing started.
+MISTAKES = [
+    (["--delay", "soon"], {}, {}, ["delay = 'soon'", "expected a number", "--delay on the command line"]),
+    (["--delay", "-1"], {}, {}, ["delay = -1.0", "seconds >= 0", "--delay on the command line"]),
+    (["--scope", "planet"], {}, {}, ["scope = 'planet'", "one of host, domain, any", "--scope on the command line"]),
+    (["--max-delay", "0.1", "--delay", "2"], {}, {}, ["max_delay = 0.1", "--max-delay on the command line"]),
+    (["--allow-network", "10.0.0.0/33"], {}, {}, ["allow_network", "CIDR", "--allow-network on the command line"]),
+    (["--deny", "(unclosed"], {}, {}, ["deny", "not a valid regular expression", "--deny on the command line"]),
+    (["--user-agent", "Mozilla/5.0"], {}, {}, ["user_agent", "product token", "--user-agent on the command line"]),
+    ([], {"RAYCRAWL_MAX_DEPTH": "deep"}, {}, ["max_depth = 'deep'", "environment variable RAYCRAWL_MAX_DEPTH"]),
+    ([], {"RAYCRAWL_DELAY_FACTR": "2"}, {}, ["unknown setting", "delay_factor"]),
+    (["--config", "c.toml"], {}, {"c.toml": "delay = 0.5\n\nmax-pages = -3\n"}, ["max_pages = -3", "c.toml, line 3"]),
+    (["--config", "c.toml"], {}, {"c.toml": "scope = 7\n"}, ["scope = 7", "c.toml, line 1"]),
+    (["--config", "c.toml"], {}, {"c.toml": "delay = [\n"}, ["c.toml is not valid TOML"]),
+    (["--out", "taken"], {}, {"taken": "a file"}, ["out:", "taken is a file"]),
+    (["--out", "taken/sub"], {}, {"taken": "a file"}, ["out:", "which is a file"]),
+    (["--resume", "--fresh"], {}, {}, ["resume", "not both"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "files", "says"), MISTAKES, ids=[" ".join(m[0]) or str(m[1]) for m in MISTAKES]
+)
+def test_every_user_mistake_is_one_line_naming_the_setting_and_its_source(
+    tmp_path: Path, args: list[str], env: dict[str, str], files: dict[str, str], says: list[str]
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    done = raycrawl("crawl", "http://a.test/", *args, cwd=tmp_path, env=env, timeout=60)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("raycrawl: error: "), done.stderr
+    for words in says:
+        assert words in lines[0], (words, lines[0])
+    assert done.stdout == ""
+
+
+def test_a_seed_the_address_guard_refuses_is_reported_at_start_with_the_flag_that_allows_it(tmp_path: Path) -> None:
+    done = raycrawl("crawl", "http://127.0.0.2:9/", "--out", "out", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "http://127.0.0.2:9/ is on 127.0.0.2" in line and "--allow-private-networks" in line
+    assert "--allow-network 127.0.0.2/32" in line
+    done = raycrawl("crawl", "http://localhost:9/", "--out", "out", cwd=tmp_path, timeout=60)
+    assert done.returncode == 2 and "--allow-private-networks" in done.stderr
+    assert not (tmp_path / "out" / "pages.jsonl").exists()
+
+
+def test_version(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    done = raycrawl("--version", cwd=tmp_path, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == f"raycrawl {version('raycrawl')}"
+
+
 def test_redis_unreachable_at_start_is_one_line_and_exit_3(tmp_path: Path) -> None:
     from raycrawl.testing import free_port
 
@@ -100,3 +156,59 @@ def test_readme_demo_command(tmp_path: Path) -> None:
     records = read_pages(str(tmp_path / "raycrawl-demo"))
     assert len([r for r in records if r["outcome"] == "fetched"]) == 60
     assert "frontier exhausted" in done.stdout
+
+
+def test_crawl_help_reads_like_a_good_cli(tmp_path: Path) -> None:
+    done = raycrawl("crawl", "--help", cwd=tmp_path, timeout=60)
+    assert done.returncode == 0
+    text = done.stdout
+    for group in ("scope and limits:", "politeness:", "output and durability:", "fetching and bounds:", "cluster:"):
+        assert group in text
+    for placeholder in ("--max-pages N", "--delay SECONDS", "--deny REGEX", "--out DIR", "--allow-network CIDR"):
+        assert placeholder in text, placeholder
+    assert "VALUE" not in text and "MAX_PAGES" not in text and "--no-quiet" not in text
+    options = text.split("scope and limits:", 1)[1].split("examples:", 1)[0]
+    for entry in options.split("\n  --")[1:]:  # every value option shows its default
+        flag = entry.split()[0]
+        takes_value = len(entry.split("\n", 1)[0].split()) > 1 and not entry.split()[1][0].islower()
+        if takes_value and "(repeatable" not in entry:
+            assert "(default:" in entry, flag
+    assert "examples:" in text and "exit codes:" in text and "130" in text
+
+
+RESULTS_SCRIPT = """
+import sys
+from raycrawl import Crawl, CrawlConfig
+crawl = Crawl(CrawlConfig(seeds=tuple(sys.argv[2:]), out=sys.argv[1], delay=0.0, allow_network=("127.0.0.0/8",),
+                          quiet=True)).start()
+summary = crawl.wait()
+results = crawl.results()
+types = dict(zip(results.schema().names, results.schema().types))
+print("raycrawl-test:", len(results.to_pandas()), "records, status", types["status"], "fetched_at", types["fetched_at"])
+"""
+
+
+def test_only_raycrawls_own_lines_reach_the_terminal_and_the_last_figure_is_the_summarys(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    with TestWeb(WebSpec(hosts=3, pages_per_host=40)) as web:
+        done = subprocess.run(
+            [sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(), "--out", "out", "--delay", "0",
+             "--allow-network", "127.0.0.0/8"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        analysed = subprocess.run(
+            [sys.executable, "-c", RESULTS_SCRIPT, str(tmp_path / "out2"), *web.graph.seeds()],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert analysed.returncode == 0, analysed.stderr
+    for proc in (done, analysed):
+        lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+        strangers = [line for line in lines if not line.startswith("raycrawl")]
+        assert strangers == [], strangers  # no Ray warning, INFO line or progress bar of Ray Data
+    # The progress display's last figure (lines mode: stderr is not a terminal) is the summary's.
+    progress = [line for line in done.stderr.splitlines() if line.startswith("raycrawl: [")]
+    summary = json.loads((tmp_path / "out" / "stats.json").read_text())
+    pages = sum(summary["outcomes"].get(k, 0) for k in ("fetched", "error", "too_large"))
+    assert progress and f"finished: pages {pages} " in progress[-1], progress[-1:]
+    assert "records, status int32 fetched_at timestamp[ms, tz=UTC]" in analysed.stdout

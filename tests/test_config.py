@@ -1,8 +1,9 @@
+import json
 from pathlib import Path
 
 import pytest
 
-from raycrawl.api import load_seeds, prepare_out_dir
+from raycrawl.api import load_seeds, prepare_out_dir, resume_config
 from raycrawl.config import CrawlConfig, load_config
 from raycrawl.errors import ConfigError, SeedError
 
@@ -53,7 +54,7 @@ def test_bad_toml_and_env(tmp_path: Path) -> None:
         load_config({}, str(bad), {})
     with pytest.raises(ConfigError, match="does not exist"):
         load_config({}, str(tmp_path / "missing.toml"), {})
-    with pytest.raises(ConfigError, match="environment: unknown setting 'DELAYY'"):
+    with pytest.raises(ConfigError, match="environment variable RAYCRAWL_DELAYY: unknown setting 'DELAYY'"):
         load_config({}, None, {"RAYCRAWL_DELAYY": "1"})
 
 
@@ -85,7 +86,7 @@ def test_out_dir_with_a_crawl_is_refused_unless_fresh(tmp_path: Path) -> None:
     assert not (tmp_path / "pages.jsonl").exists()
 
 
-def test_resume_refuses_a_seen_set_of_another_kind(tmp_path: Path) -> None:
+def test_resume_refuses_a_seen_set_of_another_kind_even_from_an_older_checkpoint(tmp_path: Path) -> None:
     import json
     import zlib
 
@@ -93,6 +94,51 @@ def test_resume_refuses_a_seen_set_of_another_kind(tmp_path: Path) -> None:
 
     state = {"format": 1, "num_shards": 2, "dedup": "exact", "pages_offset": 0}
     LocalDirStore(tmp_path / "checkpoints").commit(1, {"coordinator": zlib.compress(json.dumps(state).encode())})
-    with pytest.raises(ConfigError, match=r"dedup = 'bloom'.*keeps a 'exact' seen-set.*--dedup exact"):
-        prepare_out_dir(CrawlConfig(out=str(tmp_path), resume=True, dedup="bloom"))
-    assert prepare_out_dir(CrawlConfig(out=str(tmp_path), resume=True, dedup="exact")) == str(tmp_path.resolve())
+    with pytest.raises(ConfigError, match=r"dedup = 'bloom': cannot change when resuming .*'exact'"):
+        resume_config(CrawlConfig(out=str(tmp_path), resume=True, dedup="bloom"))
+    assert resume_config(CrawlConfig(out=str(tmp_path), resume=True)).dedup == "exact"
+
+
+def test_a_resume_runs_with_the_crawls_settings_and_overrides_only_what_is_named() -> None:
+    from raycrawl.config import resumed_config, saved_settings
+
+    first = CrawlConfig(seeds=("http://a.test/",), delay=0.05, max_pages=300, allow_private_networks=True,
+                        scope="any", deny=("/x/",), out="o1")  # fmt: skip
+    saved = json.loads(json.dumps(saved_settings(first)))  # (as it travels in a checkpoint)
+    assert "out" not in saved and "seeds" not in saved and "resume" not in saved
+    resumed = resumed_config(CrawlConfig(out="o1", resume=True), saved, named={"out", "resume"})
+    assert (resumed.delay, resumed.max_pages, resumed.allow_private_networks) == (0.05, 300, True)
+    assert (resumed.scope, resumed.deny, resumed.out, resumed.resume) == ("any", ("/x/",), "o1", True)
+    grown = resumed_config(CrawlConfig(out="o1", resume=True, max_pages=400), saved, named={"max_pages"})
+    assert grown.max_pages == 400 and grown.delay == 0.05
+    back_to_default = resumed_config(CrawlConfig(resume=True, delay=1.0), saved, named={"delay"})
+    assert back_to_default.delay == 1.0  # named, even though it is the default
+    assert resumed_config(CrawlConfig(resume=True, delay=1.0), saved, named=None).delay == 0.05  # API: not named
+    with pytest.raises(ConfigError, match=r"scope = 'host': cannot change when resuming \(the crawl runs with 'any'\)"):
+        resumed_config(CrawlConfig(resume=True, scope="host"), saved, named={"scope"})
+    same = resumed_config(CrawlConfig(resume=True, scope="any"), saved, named={"scope"})
+    assert same.scope == "any"  # naming a fixed setting with its own value is fine
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"seeds": "http://a.test/"}, "seeds = 'http://a.test/': expected a list of strings"),
+        ({"deny": "/private/"}, "deny = '/private/'"),
+        ({"delay": "1"}, "delay = '1': expected a number"),
+        ({"max_pages": 1.5}, "max_pages = 1.5: expected a whole number"),
+        ({"quiet": 1}, "quiet = 1: expected true or false"),
+        ({"scope": "planet"}, "scope = 'planet': expected one of host, domain, any"),
+        ({"delay": -1.0}, "delay = -1.0: expected seconds >= 0"),
+        ({"user_agent": "Mozilla/5.0"}, "user_agent = 'Mozilla/5.0'"),
+    ],
+)
+def test_crawlconfig_mistakes_from_python_name_the_field(kwargs: dict[str, object], says: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        CrawlConfig(**kwargs)  # type: ignore[arg-type]
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+    assert caught.value.key == next(iter(kwargs))
+
+
+def test_lists_are_taken_where_tuples_are_declared() -> None:
+    assert CrawlConfig(seeds=["http://a.test/"], deny=["x"]).seeds == ("http://a.test/",)  # type: ignore[arg-type]

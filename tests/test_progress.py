@@ -35,3 +35,18 @@ def test_a_failed_checkpoint_is_warned_once(capsys: pytest.CaptureFixture[str]) 
 def test_inside_a_ray_job_the_mode_is_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(RAY_JOB_ENV, "{}")
     assert Progress(quiet=False).mode == "ray"
+
+
+def test_the_last_figures_shown_are_the_final_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    progress = Progress(quiet=False)
+    progress(STATUS)
+    summary = {"elapsed_s": 9.0, "outcomes": {"fetched": 50, "error": 2, "robots_denied": 9}, "pages_per_s": 5.8,
+               "left_queued": 3}  # fmt: skip
+    progress.close(final=summary)
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "finished: pages 52" in last and "queued 3" in last and "errors 2" in last
+
+
+def test_a_terminal_bar_shows_one_rate_only() -> None:
+    bar = Progress(quiet=False)._bar_format()
+    assert "rate" not in bar and "{postfix}" in bar

@@ -76,8 +76,8 @@ class Coordinator(Recovery, Reporting):
         self.writer = PagesWriter(out_dir)
         self.metrics = CrawlMetrics(crawl_id_of(cfg, out_dir))
         self.stats = CrawlStats(started_at=time.time())
-        self._stop_reason: str | None = None  # a budget ran out: what is queued ends as out_of_budget
-        self._user_stop: str | None = None  # the operator stopped: checkpoint, and leave the rest queued
+        self._stop_reason: str | None = None  # a budget ran out (leftovers = "record"): queued ends out_of_budget
+        self._user_stop: str | None = None  # the operator stopped, or a budget: checkpoint, leave the rest queued
         self._paused_all: str | None = None  # the operator paused the crawl: no new leases until resumed
         self._incoming_seeds: list[str] = []  # seeds added while running, taken by the next round
         self._host_counts: dict[str, int] = {}  # hosts ready / paused, from the last stats summary
@@ -132,8 +132,15 @@ class Coordinator(Recovery, Reporting):
             self._incoming_seeds.extend(urls)
 
     def _budget_stop(self, reason: str) -> None:
-        if self._stop_reason is None:
-            self._stop_reason = reason
+        """A budget ran out. A budget is a limit, not a verdict: by default the crawl stops as on the operator's
+        stop -- fetches under way finish, a checkpoint is taken, queued URLs stay queued, and ``--resume`` with a
+        larger budget goes on. With ``leftovers = "record"`` every queued URL ends as an out_of_budget record."""
+        with self._lock:
+            if self.cfg.leftovers == "keep":
+                if self._user_stop is None:
+                    self._user_stop = reason
+            elif self._stop_reason is None:
+                self._stop_reason = reason
 
     def status(self) -> dict[str, Any]:
         with self._lock:

@@ -21,8 +21,10 @@ from raycrawl.actors.dedup import pack_fingerprints
 from raycrawl.actors.settings import frontier_settings
 from raycrawl.adapters.output import PagesWriter, rewind
 from raycrawl.adapters.snapshots import StoreUnavailable
+from raycrawl.config import saved_settings
 from raycrawl.core.outlinks import seed_links
 from raycrawl.core.records import Ack, FetchResult, Lease, Link, UrlEntry
+from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
 from raycrawl.core.urls import host_key
@@ -34,6 +36,7 @@ class Recovery(CoordinatorState):
     """Mixed into the Coordinator: the state only it touches is declared here, owned there."""
 
     seeds: list[str]
+    scope: ScopePolicy
     _shard_class: Any
     _dedup_class: Any
     _dedup_log: list[bytes]
@@ -99,6 +102,8 @@ class Recovery(CoordinatorState):
         state = {
             "num_shards": self.num_shards,
             "dedup": self.cfg.dedup,
+            "config": saved_settings(self.cfg),  # a --resume runs with these (api.resume_config)
+            "scope_hosts": self.scope.seed_hosts(),
             "pages_offset": self.writer.sync(),
             "pushes": [e.to_row() for queue in self._pushes for e in queue],
             "stats": self.stats.to_dict(time.time()),
@@ -181,5 +186,7 @@ class Recovery(CoordinatorState):
         for row in state["pushes"]:
             entry = UrlEntry.from_row(row)
             self._pushes[shard_for(host_key(entry.url), self.num_shards)].append(entry)
+        # The scope is the crawl's, not this command's: a resume without seeds keeps following the seeds' hosts.
+        self.scope.add_hosts(state.get("scope_hosts", []))
         self._epoch = loaded.checkpoint_id + 1
         self.stats.events["resumed"] += 1

@@ -12,6 +12,7 @@ import ray
 
 from raycrawl.actors.coordinator_state import CoordinatorState
 from raycrawl.adapters.output import write_stats
+from raycrawl.core.records import UrlEntry
 
 STATS_EVERY = 5.0
 TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
@@ -25,6 +26,7 @@ class Reporting(CoordinatorState):
     _host_counts: dict[str, int]
     _user_stop: str | None
     _stop_reason: str | None
+    _pushes: list[list[UrlEntry]]
     _paused_all: str | None
     _lock: threading.Lock
     _status: dict[str, Any]
@@ -99,6 +101,8 @@ class Reporting(CoordinatorState):
                 "finished": self._finished,
                 "stop_reason": self._user_stop or self._stop_reason or "frontier exhausted",
                 "resumable": self._user_stop is not None,
+                # URLs the crawl holds but did not reach: queued in the shards or waiting to be pushed to them
+                "left_queued": frontier.get("queued", 0) + sum(len(queue) for queue in self._pushes),
                 "checkpoints": {
                     "store": self.store.describe(),
                     "taken": len(self._checkpoints),

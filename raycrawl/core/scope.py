@@ -54,6 +54,16 @@ class ScopePolicy:
             self._hosts.add(host_key(url))
             self._domains.add(registered_domain(hostname(host_key(url))))
 
+    def seed_hosts(self) -> list[str]:
+        """The hosts the seeds named (what a checkpoint keeps of the scope: a resume needs no seeds)."""
+        return sorted(self._hosts)
+
+    def add_hosts(self, hosts: Iterable[str]) -> None:
+        """Hosts (netlocs, as ``seed_hosts`` gives them) join the scope as if seeds had named them."""
+        for host in hosts:
+            self._hosts.add(host)
+            self._domains.add(registered_domain(hostname(host)))
+
     def allows(self, canonical_url: str) -> bool:
         if self.kind == "host":
             if host_key(canonical_url) not in self._hosts:

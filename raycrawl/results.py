@@ -1,0 +1,83 @@
+"""A crawl's records as a Ray Dataset, read lazily from its output files (never through the driver).
+
+``read_results(out)`` reads ``pages.jsonl`` with Ray Data in Ray tasks, with a schema: integer status and
+timings, ``fetched_at`` a UTC timestamp. It works on a crawl that is still running: a line the crawl is in the
+middle of writing is not a record yet and is left out (each batch is parsed by pyarrow's JSON reader; a batch
+it refuses is parsed line by line, keeping the lines that are whole records).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.json as pa_json
+
+from raycrawl.adapters.output import PAGES_FILE
+
+RESULT_SCHEMA = pa.schema(
+    [
+        ("url", pa.string()),
+        ("requested_url", pa.string()),
+        ("final_url", pa.string()),
+        ("status", pa.int32()),
+        ("outcome", pa.string()),
+        ("depth", pa.int32()),
+        ("parent", pa.string()),
+        ("fetched_at", pa.timestamp("ms", tz="UTC")),
+        ("elapsed_ms", pa.float64()),
+        ("content_type", pa.string()),
+        ("bytes", pa.int64()),
+        ("sha256", pa.string()),
+        ("outlinks", pa.list_(pa.string())),
+        ("attempts", pa.int32()),
+        ("error", pa.string()),
+    ]
+)
+_PARSE = pa_json.ParseOptions(explicit_schema=RESULT_SCHEMA, unexpected_field_behavior="ignore")
+
+
+def read_results(out_dir: str) -> Any:
+    """The records of the crawl in ``out_dir`` as a lazy ``ray.data.Dataset`` with ``RESULT_SCHEMA``."""
+    import ray.data
+
+    quiet_ray_data()
+    path = Path(out_dir) / PAGES_FILE
+    if not path.exists() or path.stat().st_size == 0:
+        return ray.data.from_arrow(RESULT_SCHEMA.empty_table())
+    return ray.data.read_text(str(path)).map_batches(records_table, batch_format="pyarrow")
+
+
+def records_table(batch: pa.Table) -> pa.Table:
+    """Lines of pages.jsonl (a ``text`` column) as a table of records."""
+    lines = [line for line in batch.column("text").to_pylist() if line]
+    data = "\n".join(lines).encode("utf-8")
+    try:
+        return pa_json.read_json(io.BytesIO(data), parse_options=_PARSE)
+    except pa.ArrowInvalid:  # a line the crawl is still writing: keep the whole ones
+        whole = [line for line in lines if _is_record(line)]
+        if not whole:
+            return RESULT_SCHEMA.empty_table()
+        return pa_json.read_json(io.BytesIO("\n".join(whole).encode("utf-8")), parse_options=_PARSE)
+
+
+def _is_record(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
+def quiet_ray_data() -> None:
+    """Ray Data's progress bars and INFO lines say nothing a raycrawl user can act on: they go to Ray's logs."""
+    from ray.data import DataContext
+
+    context = DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    logging.getLogger("ray.data").setLevel(logging.WARNING)
+    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)  # ("Progress bars disabled.")
