@@ -65,7 +65,8 @@ HELP = {
     "max_path_depth": "URLs with more path segments are rejected as a likely trap",
     "max_repeated_segments": "a path segment repeated more times in a row is rejected as a trap",
     "max_outlinks": "links taken from one page",
-    "max_pages_per_host": "requests per host at most; further URLs of the host are rejected",
+    "max_pages_per_host": "URLs admitted per host; further ones are held for a --resume with a larger budget"
+    " (--leftovers record: recorded out_of_budget)",
     "max_attempts": "attempts per URL for transient failures",
     "max_queue_per_host": "queued URLs per host before new ones are shed as out_of_budget",
     "max_queue_total": "queued URLs per shard before new ones are shed as out_of_budget",

@@ -111,3 +111,27 @@ def test_a_budget_is_a_limit_that_a_resume_can_raise_and_the_scope_is_fixed(tmp_
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1 and "scope" in lines[0] and "cannot change when resuming" in lines[0], lines
     assert requests_after_refusal == len(pages_all)
+
+
+def test_a_per_host_budget_holds_the_rest_for_a_resume_with_a_larger_one(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=2, pages_per_host=40, private_links=False, cross_host_links=0.0)
+    out = str(tmp_path / "out")
+    with TestWeb(spec) as web:
+        common = ["--out", out, "--allow-network", "127.0.0.0/8", "--delay", "0", "--quiet"]
+        first = subprocess.run(
+            _cli("crawl", *web.graph.seeds(), *common, "--max-pages-per-host", "10"),
+            cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        pages_first = page_requests(web.requests())
+        second = subprocess.run(
+            [*_continue_command(first.stdout), "--max-pages-per-host", "20"],
+            cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        pages_all = page_requests(web.requests())
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert "max-pages-per-host reached" in first.stdout and "URLs still queued" in first.stdout
+    assert Counter(r["ip"] for r in pages_first) == {web.graph.ip(0): 10, web.graph.ip(1): 10}
+    assert Counter(r["ip"] for r in pages_all) == {web.graph.ip(0): 20, web.graph.ip(1): 20}  # 10 more per host
+    assert max(Counter((r["host"], r["path"]) for r in pages_all).values()) == 1
+    records = read_pages(out)
+    assert Counter(r["outcome"] for r in records) == {"fetched": 40}  # nothing written off as out_of_budget

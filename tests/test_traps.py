@@ -58,8 +58,8 @@ def test_redirect_chain_survives_a_shard_snapshot() -> None:
     )
 
 
-def test_per_host_page_budget_turns_further_urls_away() -> None:
-    shard = FrontierShard(0, FrontierSettings(max_pages_per_host=3), clock=lambda: 1000.0)
+def test_per_host_page_budget_turns_further_urls_away_when_leftovers_are_recorded() -> None:
+    shard = FrontierShard(0, FrontierSettings(max_pages_per_host=3, hold_over_budget=False), clock=lambda: 1000.0)
     shard.push([UrlEntry(f"http://a.test/{i}", 1) for i in range(5)] + [UrlEntry("http://b.test/", 1)])
     terminals = shard.take_terminals()
     assert shard.queued == 4  # three of a.test, one of b.test
@@ -67,3 +67,23 @@ def test_per_host_page_budget_turns_further_urls_away() -> None:
         ("http://a.test/3", "out_of_budget", HOST_BUDGET),
         ("http://a.test/4", "out_of_budget", HOST_BUDGET),
     ]
+
+
+def test_per_host_page_budget_holds_further_urls_for_a_resume_with_a_larger_one() -> None:
+    import dataclasses
+
+    settings = FrontierSettings(max_pages_per_host=3)
+    shard = FrontierShard(0, settings, clock=lambda: 1000.0)
+    shard.push([UrlEntry(f"http://a.test/{i}", 1) for i in range(5)] + [UrlEntry("http://b.test/", 1)])
+    assert shard.take_terminals() == [] and shard.queued == 4 and shard.held == 2
+    assert shard.summary()["held_over_budget"] == 2
+    saved = shard.snapshot()
+    same = FrontierShard(0, settings, clock=lambda: 1000.0)
+    same.restore(saved)  # the same budget: still held, nothing ended, nothing more queued
+    assert (same.queued, same.held, same.take_terminals()) == (4, 2, [])
+    larger = FrontierShard(0, dataclasses.replace(settings, max_pages_per_host=4), clock=lambda: 1000.0)
+    larger.restore(saved)  # one more page for a.test: one held URL is admitted, the other stays held
+    assert (larger.queued, larger.held) == (5, 1)
+    unlimited = FrontierShard(0, dataclasses.replace(settings, max_pages_per_host=None), clock=lambda: 1000.0)
+    unlimited.restore(saved)
+    assert (unlimited.queued, unlimited.held) == (6, 0)

@@ -96,13 +96,19 @@ class Reporting(CoordinatorState):
                 if key != "next_due_in_ms":
                     frontier[key] = frontier.get(key, 0) + value
         summary = self.stats.summary(now)
+        # URLs the crawl holds but did not reach: queued in the shards (or held there past a host's page budget)
+        # or waiting to be pushed to them. A --resume (with larger budgets) goes on with them.
+        left_queued = (
+            frontier.get("queued", 0) + frontier.get("held_over_budget", 0) + sum(len(q) for q in self._pushes)
+        )
         summary.update(
             {
                 "finished": self._finished,
-                "stop_reason": self._user_stop or self._stop_reason or "frontier exhausted",
-                "resumable": self._user_stop is not None,
-                # URLs the crawl holds but did not reach: queued in the shards or waiting to be pushed to them
-                "left_queued": frontier.get("queued", 0) + sum(len(queue) for queue in self._pushes),
+                "stop_reason": self._user_stop
+                or self._stop_reason
+                or ("max-pages-per-host reached" if frontier.get("held_over_budget") else "frontier exhausted"),
+                "resumable": self._user_stop is not None or left_queued > 0,
+                "left_queued": left_queued,
                 "checkpoints": {
                     "store": self.store.describe(),
                     "taken": len(self._checkpoints),

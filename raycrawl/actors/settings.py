@@ -45,6 +45,7 @@ def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
         max_queue_per_host=cfg.max_queue_per_host,
         max_queue_total=cfg.max_queue_total,
         max_pages_per_host=cfg.max_pages_per_host,
+        hold_over_budget=cfg.leftovers == "keep",
         lease_ttl=cfg.lease_horizon + max(4 * cfg.timeout, cfg.fetch_deadline) + 60.0,
         first_slot_spread=FIRST_SLOT_SPREAD,
     )

@@ -58,6 +58,7 @@ class FrontierSettings:
     max_queue_per_host: int = 100_000
     max_queue_total: int = 1_000_000
     max_pages_per_host: int | None = None  # URLs admitted per host over the whole crawl
+    hold_over_budget: bool = True  # past max_pages_per_host: hold URLs for a resume with a larger budget (else end)
     lease_ttl: float = 120.0
     seed: int = 0  # for the backoff jitter
     first_slot_spread: float = 0.0  # new hosts' first requests spread over up to this long (core/politeness.py)
@@ -113,6 +114,7 @@ class FrontierShard:
         self._next_lease_id = 1
         self._next_eviction = clock() + EVICT_EVERY
         self._queued = 0
+        self._held = 0  # URLs past their host's page budget, held for a resume with a larger one
         self.counters: Counter[str] = Counter()
 
     # --- queries -------------------------------------------------------------------------------------
@@ -128,6 +130,10 @@ class FrontierShard:
     @property
     def leased(self) -> int:
         return len(self._leases)
+
+    @property
+    def held(self) -> int:
+        return self._held
 
     def next_due(self) -> float | None:
         """When the earliest host may next be leased (None: no host is waiting to be leased)."""
@@ -159,6 +165,12 @@ class FrontierShard:
                 self._end(entry, "robots_denied", "disallowed by robots.txt")
                 continue
             if s.max_pages_per_host is not None and hs.admitted >= s.max_pages_per_host:
+                if s.hold_over_budget and len(hs.held) < s.max_queue_per_host:
+                    # A budget is a limit, not a verdict: held (and saved) for a --resume with a larger one.
+                    hs.held.append(entry)
+                    self._held += 1
+                    self.counters["held_host_budget"] += 1
+                    continue
                 self.counters["rejected_host_budget"] += 1
                 self._end(entry, "out_of_budget", HOST_BUDGET)
                 continue
@@ -503,7 +515,7 @@ class FrontierShard:
         for lease, hs in self._leases.values():
             if lease.kind == "page":
                 leased.setdefault(hs.key, []).append(lease.entry)
-        hosts = [hs.saved([*hs.queue, *leased.get(hs.key, [])]) for hs in self._hosts.values()]
+        hosts = [hs.saved([*hs.queue, *leased.get(hs.key, [])]) for hs in self._hosts.values()]  # (held inside)
         return {
             "shard": self.shard_id,
             "next_lease_id": self._next_lease_id,
@@ -525,7 +537,9 @@ class FrontierShard:
                 self._paused.add(hs.key)
             for entry in queue:
                 self._enqueue(hs, entry)
+            held, hs.held = hs.held, []
             self._schedule(hs)
+            self.push(held)  # under this run's budget: a larger one admits them, the rest are held again
 
     # --- visibility ----------------------------------------------------------------------------------
 
@@ -541,6 +555,7 @@ class FrontierShard:
         active = sum(1 for hs in self._hosts.values() if hs.queue and hs.paused is None and hs.closed is None)
         return {
             "queued": self._queued,
+            "held_over_budget": self._held,
             "queued_paused": self.queued_paused,
             "leased": len(self._leases),
             "hosts": len(self._hosts),

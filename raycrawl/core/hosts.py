@@ -62,6 +62,7 @@ class HostState:
     fetched: int = 0
     errors: int = 0
     admitted: int = 0  # URLs ever queued here (the per-host page budget counts these)
+    held: list[UrlEntry] = field(default_factory=list)  # URLs past the page budget, kept for a larger one
 
     def due(self) -> float:
         allowed, blocked = self.next_allowed, self.blocked_until
@@ -134,6 +135,8 @@ class HostState:
         out: dict[str, Any] = {"key": self.key, "origin": self.origin, "queue": [e.to_row() for e in queue]}
         out |= {name: getattr(self, name) for name in SAVED_FIELDS}
         out["robots"] = self.robots.to_dict() if self.robots is not None else None
+        if self.held:
+            out["held"] = [e.to_row() for e in self.held]
         out["closed"] = list(self.closed) if self.closed else None
         return out
 
@@ -147,5 +150,6 @@ class HostState:
         hs.admitted = saved.get("admitted", 0)  # (checkpoints from before the per-host page budget have none)
         hs.robots = RobotsRules.from_dict(saved["robots"], ua_token) if saved["robots"] else None
         hs.closed = (saved["closed"][0], saved["closed"][1]) if saved["closed"] else None
+        hs.held = [UrlEntry.from_row(row) for row in saved.get("held", [])]
         hs.recompute_delay(policy)
         return hs, [UrlEntry.from_row(row) for row in saved["queue"]]
