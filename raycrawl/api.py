@@ -7,7 +7,6 @@ crawl.status(); crawl.hosts(); summary = crawl.wait()
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import shutil
@@ -19,7 +18,7 @@ from typing import Any
 
 from raycrawl.adapters.output import PAGES_FILE, STATS_FILE, read_pages
 from raycrawl.config import CrawlConfig, resumed_config
-from raycrawl.core.addresses import address_allowed, parse_networks
+from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
 from raycrawl.core.urls import canonicalize, host_key, hostname, redact_credentials, request_form
 from raycrawl.errors import ConfigError, SeedError, ServiceError
 from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
@@ -127,7 +126,7 @@ def check_seed_addresses(seeds: Iterable[str], cfg: CrawlConfig) -> None:
         address = overrides.get(host)
         if address is None and (host == "localhost" or host.endswith(".localhost")):
             address = "127.0.0.1"
-        if address is None and _is_ip(host):
+        if address is None and is_ip_literal(host):
             address = host
         if address is not None and not address_allowed(address, cfg.allow_private_networks, networks):
             raise SeedError(
@@ -135,14 +134,6 @@ def check_seed_addresses(seeds: Iterable[str], cfg: CrawlConfig) -> None:
                 f"(loopback, private, link-local ...); allow it with --allow-private-networks "
                 f"(allow_private_networks=True) or --allow-network {address}/32"
             )
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def _check_writable(out: Path) -> None:

@@ -34,6 +34,10 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "raycrawl.cli", *args]
 
 
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300)
+
+
 def _continue_command(stdout: str) -> list[str]:
     """The command the summary says to continue with, as argv for this Python."""
     line = next(line for line in stdout.splitlines() if "continue with: " in line)
@@ -56,7 +60,7 @@ def test_sigint_then_the_printed_command_keeps_every_setting(tmp_path: Path) -> 
         assert first.returncode == 0, stderr
         command = _continue_command(stdout)
         before = len(web.requests())
-        second = subprocess.run(command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300)
+        second = _run(command, tmp_path)
         all_requests = web.requests()
         after = all_requests[before:]
     assert second.returncode == 0, second.stderr
@@ -81,22 +85,13 @@ def test_a_budget_is_a_limit_that_a_resume_can_raise_and_the_scope_is_fixed(tmp_
     out = str(tmp_path / "out")
     with TestWeb(spec) as web:
         common = ["--out", out, "--allow-network", "127.0.0.0/8", "--delay", "0", "--quiet"]
-        first = subprocess.run(
-            _cli("crawl", *web.graph.seeds(), *common, "--max-pages", "50"),
-            cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        first = _run(_cli("crawl", *web.graph.seeds(), *common, "--max-pages", "50"), tmp_path)
         assert first.returncode == 0, first.stderr
         assert "max-pages reached" in first.stdout and "continue with: " in first.stdout
         pages_first = page_requests(web.requests())
-        resumed = subprocess.run(
-            [*_continue_command(first.stdout), "--max-pages", "100"],
-            cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        resumed = _run([*_continue_command(first.stdout), "--max-pages", "100"], tmp_path)
         pages_all = page_requests(web.requests())
-        refused = subprocess.run(
-            _cli("crawl", "--resume", "--out", out, "--scope", "any"),
-            cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+        refused = _run(_cli("crawl", "--resume", "--out", out, "--scope", "any"), tmp_path)
         requests_after_refusal = len(page_requests(web.requests()))
     assert len(pages_first) == 50
     assert resumed.returncode == 0, resumed.stderr
@@ -118,15 +113,9 @@ def test_a_per_host_budget_holds_the_rest_for_a_resume_with_a_larger_one(tmp_pat
     out = str(tmp_path / "out")
     with TestWeb(spec) as web:
         common = ["--out", out, "--allow-network", "127.0.0.0/8", "--delay", "0", "--quiet"]
-        first = subprocess.run(
-            _cli("crawl", *web.graph.seeds(), *common, "--max-pages-per-host", "10"),
-            cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        first = _run(_cli("crawl", *web.graph.seeds(), *common, "--max-pages-per-host", "10"), tmp_path)
         pages_first = page_requests(web.requests())
-        second = subprocess.run(
-            [*_continue_command(first.stdout), "--max-pages-per-host", "20"],
-            cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        second = _run([*_continue_command(first.stdout), "--max-pages-per-host", "20"], tmp_path)
         pages_all = page_requests(web.requests())
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     assert "max-pages-per-host reached" in first.stdout and "URLs still queued" in first.stdout

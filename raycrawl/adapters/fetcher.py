@@ -23,7 +23,6 @@ import asyncio
 import atexit
 import functools
 import hashlib
-import ipaddress
 import queue
 import socket
 import ssl
@@ -39,7 +38,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from raycrawl.adapters.warc import HttpStatus, WarcSink
-from raycrawl.core.addresses import address_allowed, parse_networks
+from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
 from raycrawl.core.clean import clean_text, describe_exception
 from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodingError
 from raycrawl.core.headers import parse_retry_after
@@ -284,7 +283,7 @@ class Fetcher:
     async def _request(self, url: str, ex: _Exchange, limit: int) -> None:
         r = ex.result
         host = hostname(host_key(url))
-        if _is_ip_literal(host) and not self._guard.allowed(host):
+        if is_ip_literal(host) and not self._guard.allowed(host):
             raise BlockedAddress(f"{host} is not an address this crawl may connect to")
         r.sent_at = time.time()
         # encoded=True: the canonical URL is sent as it is (yarl would otherwise re-quote it)
@@ -373,14 +372,6 @@ def _report(done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]], le
     """A fetch's future is done: its exchange (or the exception that escaped it) joins the queue, with its lease."""
     exc: BaseException | None = future.exception()
     done.put((lease, exc if exc is not None else future.result()))
-
-
-def _is_ip_literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 _FETCHERS: dict[FetchSettings, Fetcher] = {}

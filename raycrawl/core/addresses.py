@@ -38,6 +38,15 @@ def is_public(address: IPAddress) -> bool:
     return address.is_global and not address.is_multicast and not address.is_reserved
 
 
+def is_ip_literal(host: str) -> bool:
+    """Is ``host`` (without brackets) an IP address rather than a name?"""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def address_allowed(address: str, allow_private: bool, allowed: tuple[IPNetwork, ...] = ()) -> bool:
     """May the crawler connect to this (already resolved) address?"""
     try:
