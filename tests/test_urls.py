@@ -175,3 +175,14 @@ def test_request_form_is_sendable_idempotent_and_has_the_same_canonical_form(raw
         assert requested.isascii() and not any(c in requested for c in " \t\r\n#")
         assert request_form(requested) == requested
         assert canonicalize(requested, DEFAULT_TRACKING_PARAMS) == canonicalize(raw, DEFAULT_TRACKING_PARAMS)
+
+
+@settings(max_examples=500, deadline=None)
+@given(urlish)
+def test_link_forms_from_one_parse_agree_with_the_two_forms(raw: str) -> None:
+    from raycrawl.core.urls import link_forms, request_form
+
+    canonical, requested = link_forms(raw, DEFAULT_TRACKING_PARAMS)
+    assert canonical == canonicalize(raw, DEFAULT_TRACKING_PARAMS)
+    expected = request_form(raw) if canonical is not None else None
+    assert requested == (expected if expected != canonical else None)

@@ -15,7 +15,7 @@ from urllib.parse import urljoin
 import webencodings
 from selectolax.lexbor import LexborHTMLParser
 
-from raycrawl.core.urls import canonicalize, request_form
+from raycrawl.core.urls import link_forms
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -123,14 +123,12 @@ def extract_links(
             continue
         hrefs.add(href)
         absolute = resolve_href(base, base_origin, href.strip(_C0_OR_SPACE))
-        canonical = canonicalize(absolute, tracking) if absolute is not None else None
+        canonical, requested = link_forms(absolute, tracking) if absolute is not None else (None, None)
         if canonical is not None and canonical not in seen:
             seen.add(canonical)
             links.append(canonical)
-            if absolute != canonical:  # (most links are written canonically: no second parse for those)
-                requested = request_form(absolute)  # type: ignore[arg-type]
-                if requested is not None and requested != canonical:
-                    spellings[canonical] = requested
+            if requested is not None:
+                spellings[canonical] = requested
             if len(links) >= max_links:
                 out.capped = out.capped or len(hrefs) < len(anchors)
                 break

@@ -202,7 +202,9 @@ def _split(url: str) -> tuple[str, str, str, str] | None:
     """
     if not isinstance(url, str) or len(url) > 4 * MAX_URL_LENGTH:
         return None
-    url = url.strip(_C0_OR_SPACE).translate(_NO_TAB_OR_NEWLINE)
+    url = url.strip(_C0_OR_SPACE)
+    if "\t" in url or "\n" in url or "\r" in url:  # (rare: the translation only when needed)
+        url = url.translate(_NO_TAB_OR_NEWLINE)
     if "\\" in url:  # in an http(s) URL a backslash before the query is a slash, as browsers read it
         end = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
         url = url[:end].replace("\\", "/") + url[end:]
@@ -235,19 +237,31 @@ def canonicalize(url: str, tracking_params: Iterable[str] = ()) -> str | None:
 
     Never raises. ``tracking_params`` are parameter names (``fnmatch`` patterns, e.g. ``utm_*``) to drop.
     """
+    return link_forms(url, tracking_params, spelling=False)[0]
+
+
+def link_forms(url: str, tracking_params: Iterable[str] = (), spelling: bool = True) -> tuple[str | None, str | None]:
+    """(canonical form, request form when it differs) of a link, from one parse: what a page's links need.
+
+    The request form is computed only when ``spelling`` and the link is not already written canonically.
+    """
     try:
         split = _split(url)
         if split is None:
-            return None
+            return None, None
         scheme, netloc, raw_path, raw_query = split
         path = _normalise_escapes(raw_path or "/", _PATH_ESCAPES)
         if not path.startswith("/"):
             path = "/" + path
         path = _remove_dot_segments(path)
         query = _canonical_query(raw_query, tracking_params)
+        canonical = f"{scheme}://{netloc}{path}{'?' + query if query else ''}"
+        if not spelling or url == canonical:
+            return canonical, None
+        requested = _request_from(scheme, netloc, raw_path, raw_query)
     except (ValueError, UnicodeError):
-        return None
-    return f"{scheme}://{netloc}{path}{'?' + query if query else ''}"
+        return None, None
+    return canonical, requested if requested != canonical else None
 
 
 def request_form(url: str) -> str | None:
@@ -260,16 +274,17 @@ def request_form(url: str) -> str | None:
     """
     try:
         split = _split(url)
-        if split is None:
-            return None
-        scheme, netloc, raw_path, raw_query = split
-        path = _REQUEST_PATH_ESCAPES.sub(_request_escape, raw_path or "/")
-        if not path.startswith("/"):
-            path = "/" + path
-        path = _remove_dot_segments(path)
-        query = _REQUEST_QUERY_ESCAPES.sub(_request_escape, raw_query)
+        return None if split is None else _request_from(*split)
     except (ValueError, UnicodeError):
         return None
+
+
+def _request_from(scheme: str, netloc: str, raw_path: str, raw_query: str) -> str:
+    path = _REQUEST_PATH_ESCAPES.sub(_request_escape, raw_path or "/")
+    if not path.startswith("/"):
+        path = "/" + path
+    path = _remove_dot_segments(path)
+    query = _REQUEST_QUERY_ESCAPES.sub(_request_escape, raw_query)
     return f"{scheme}://{netloc}{path}{'?' + query if query else ''}"
 
 
