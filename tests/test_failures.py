@@ -35,16 +35,18 @@ def test_killing_fetch_workers_loses_nothing(tmp_path: Path) -> None:
     stop = threading.Event()
 
     def killer() -> None:
-        while not stop.wait(1.5):  # every 1.5 s, SIGKILL a worker that is running a fetch task
+        while not stop.wait(1.0):  # every second, SIGKILL a worker that is running a fetch task
             for pid in pids_running("ray::fetch_batch")[:1]:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
 
     with TestWeb(spec) as web:
-        # (A short backoff: each kill blocks the hosts of the dead task's leases, and kills come every 1.5 s.)
+        # (A short backoff: each kill blocks the hosts of the dead task's leases, and kills come every second.
+        # The delay makes the crawl last at least 100 x 0.05 s = 5 s however fast the machine is -- politeness
+        # is a lower bound on time -- so there is room for several kills.)
         cfg = local_config(
-            seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.02, max_attempts=10, backoff_base=0.5
+            seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.05, max_attempts=10, backoff_base=0.5
         )
         thread = threading.Thread(target=killer, daemon=True)
         thread.start()
