@@ -83,12 +83,11 @@ def prepare_out_dir(cfg: CrawlConfig) -> str:
     A directory (or crawl id) that already holds a crawl is refused unless --resume (continue it) or --fresh
     (replace it). Redis that cannot be reached with --redis-url is a one-line error here, before anything runs.
     """
-    from raycrawl.actors.settings import crawl_id_of
-    from raycrawl.adapters.snapshots import StoreUnavailable, open_store
+    from raycrawl.adapters.snapshots import StoreUnavailable
 
     out = Path(cfg.out).expanduser().resolve()
     _check_writable(out)
-    store = open_store(cfg.redis_url, crawl_id_of(cfg, str(out)), str(out))
+    store = _store_of(cfg)
     try:
         checkpoint = store.current_id()
     except StoreUnavailable as exc:
@@ -136,6 +135,15 @@ def check_seed_addresses(seeds: Iterable[str], cfg: CrawlConfig) -> None:
             )
 
 
+def _store_of(cfg: CrawlConfig) -> Any:
+    """The checkpoint store of the crawl that ``cfg`` names (its --out, --redis-url and --crawl-id)."""
+    from raycrawl.actors.settings import crawl_id_of
+    from raycrawl.adapters.snapshots import open_store
+
+    out = str(Path(cfg.out).expanduser().resolve())
+    return open_store(cfg.redis_url, crawl_id_of(cfg, out), out)
+
+
 def _check_writable(out: Path) -> None:
     """An output directory that cannot be one is a configuration mistake, said before anything starts."""
     existing = next((p for p in (out, *out.parents) if p.exists()), None)
@@ -152,11 +160,9 @@ def resume_config(cfg: CrawlConfig, named: Collection[str] | None = None) -> Cra
     """The settings a ``--resume`` runs with: the crawl's own (saved in its checkpoint), with what the user named
     this time on top (``config.resumed_config``); a fixed setting changed is refused, before anything starts."""
     from raycrawl.actors.checkpoints import saved_state
-    from raycrawl.actors.settings import crawl_id_of
-    from raycrawl.adapters.snapshots import CorruptCheckpoint, StoreUnavailable, open_store
+    from raycrawl.adapters.snapshots import CorruptCheckpoint, StoreUnavailable
 
-    out = str(Path(cfg.out).expanduser().resolve())
-    store = open_store(cfg.redis_url, crawl_id_of(cfg, out), out)
+    store = _store_of(cfg)
     try:
         state = saved_state(store) or {}
     except StoreUnavailable as exc:

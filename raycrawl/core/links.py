@@ -15,7 +15,7 @@ from urllib.parse import urljoin
 import webencodings
 from selectolax.lexbor import LexborHTMLParser
 
-from raycrawl.core.urls import link_forms
+from raycrawl.core.urls import C0_OR_SPACE, link_forms
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -105,7 +105,7 @@ def extract_links(
     if base_node is not None:
         href = base_node.attributes.get("href")
         if href:
-            base = urljoin(page_url, href.strip(_C0_OR_SPACE))
+            base = urljoin(page_url, href.strip(C0_OR_SPACE))
     tracking = tuple(tracking_params)
     origin_match = _HTTP_ORIGIN.match(base)
     base_origin = origin_match.group() if origin_match else None
@@ -122,7 +122,7 @@ def extract_links(
         if not href or href in hrefs:
             continue
         hrefs.add(href)
-        absolute = resolve_href(base, base_origin, href.strip(_C0_OR_SPACE))
+        absolute = resolve_href(base, base_origin, href.strip(C0_OR_SPACE))
         canonical, requested = link_forms(absolute, tracking) if absolute is not None else (None, None)
         if canonical is not None and canonical not in seen:
             seen.add(canonical)
@@ -135,7 +135,6 @@ def extract_links(
     return out
 
 
-_C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what the URL Standard strips from both ends of a URL
 _HTTP_ORIGIN = re.compile(r"https?://[^/?#]*")
 
 

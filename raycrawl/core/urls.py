@@ -191,7 +191,7 @@ def _is_tracking(name: str, tracking: tuple[str, ...]) -> bool:
 
 # WHATWG URL: leading and trailing C0 controls and spaces are stripped, tabs and newlines removed anywhere;
 # nothing else (U+00A0 and U+3000 are part of the URL, and get percent-encoded).
-_C0_OR_SPACE = "".join(map(chr, range(0x21)))
+C0_OR_SPACE = "".join(map(chr, range(0x21)))
 _NO_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
 
 
@@ -202,7 +202,7 @@ def _split(url: str) -> tuple[str, str, str, str] | None:
     """
     if not isinstance(url, str) or len(url) > 4 * MAX_URL_LENGTH:
         return None
-    url = url.strip(_C0_OR_SPACE)
+    url = url.strip(C0_OR_SPACE)
     if "\t" in url or "\n" in url or "\r" in url:  # (rare: the translation only when needed)
         url = url.translate(_NO_TAB_OR_NEWLINE)
     if "\\" in url:  # in an http(s) URL a backslash before the query is a slash, as browsers read it
