@@ -64,24 +64,10 @@ def terminal_record(terminal: Terminal, now: float) -> dict[str, Any]:
 def fault_record(result: FetchResult, exc: BaseException) -> dict[str, Any]:
     """The record of a URL whose result could not be turned into one (the per-URL fault boundary's last resort):
     an ``error`` that names the exception, with only what is certain about the URL."""
-    lease = result.lease
-    return {
-        "url": lease.url,
-        "requested_url": lease.request_url,
-        "final_url": None,
-        "status": result.status if isinstance(result.status, int) else None,
-        "outcome": "error",
-        "depth": lease.depth,
-        "parent": lease.parent,
-        "fetched_at": iso_utc(time.time()),
-        "elapsed_ms": None,
-        "content_type": None,
-        "bytes": 0,
-        "sha256": None,
-        "outlinks": [],
-        "attempts": lease.attempts + 1,
-        "error": describe_exception(exc),
-    }
+    record = terminal_record(Terminal(result.lease.entry, "error", describe_exception(exc)), time.time())
+    record["status"] = result.status if isinstance(result.status, int) else None
+    record["attempts"] = result.lease.attempts + 1  # (the fetch that came back was an attempt)
+    return record
 
 
 def error_kind(error: str | None) -> str:
