@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from raycrawl.adapters.output import PAGES_FILE, STATS_FILE, read_pages
+from raycrawl.adapters.output import read_pages
 from raycrawl.config import CrawlConfig, resumed_config
 from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
 from raycrawl.core.urls import canonicalize, host_key, hostname, redact_credentials, request_form
@@ -78,40 +77,108 @@ def load_seeds(cfg: CrawlConfig) -> tuple[list[str], list[SeedProblem]]:
 
 
 def prepare_out_dir(cfg: CrawlConfig) -> str:
-    """The absolute output directory, after checking it against the checkpoint store.
+    """The output location (an absolute directory, or the URI as given), after checking it against the
+    checkpoint store and that it can be written.
 
-    A directory (or crawl id) that already holds a crawl is refused unless --resume (continue it) or --fresh
-    (replace it). Redis that cannot be reached with --redis-url is a one-line error here, before anything runs.
+    A location (or crawl id) that already holds a crawl is refused unless --resume (continue it) or --fresh
+    (replace it). Redis that cannot be reached with --redis-url, or storage that cannot be written (no such
+    bucket, no credentials), is a one-line error here, before anything runs.
     """
+    from raycrawl.adapters.output import clear_output, has_output
     from raycrawl.adapters.snapshots import StoreUnavailable
+    from raycrawl.adapters.storage import StorageError
 
-    out = Path(cfg.out).expanduser().resolve()
-    _check_writable(out)
+    storage = _storage_of(cfg)
+    if storage.local and cfg.filesystem is None:
+        _check_writable(Path(storage.root))
     store = _store_of(cfg)
     try:
         checkpoint = store.current_id()
+        existing = has_output(storage)
+        if cfg.resume:
+            if checkpoint is None:
+                raise ConfigError(f"resume: no checkpoint to resume in {store.describe()}")
+        elif checkpoint is not None or existing:
+            if not cfg.fresh:
+                raise ConfigError(
+                    f"out: {storage.where} already holds a crawl ({store.describe()}); "
+                    "--resume (resume=True) to continue it, or --fresh (fresh=True) to replace it"
+                )
+            store.clear()
+            clear_output(storage)
+        storage.put(PROBE_FILE, b"raycrawl can write here\n")  # (no such bucket, no credentials: said now)
+        storage.delete([PROBE_FILE])
     except StoreUnavailable as exc:
         raise ServiceError(str(exc)) from None
-    pages = out / PAGES_FILE
-    has_output = pages.exists() and pages.stat().st_size > 0
-    if cfg.resume:
-        if checkpoint is None:
-            raise ConfigError(f"resume: no checkpoint to resume in {store.describe()}")
-    elif checkpoint is not None or has_output:
-        if not cfg.fresh:
-            raise ConfigError(
-                f"out: {out} already holds a crawl ({store.describe()}); "
-                "--resume (resume=True) to continue it, or --fresh (fresh=True) to replace it"
-            )
-        store.clear()
-        pages.unlink(missing_ok=True)
-        (out / STATS_FILE).unlink(missing_ok=True)
-        shutil.rmtree(out / "warc", ignore_errors=True)
+    except StorageError as exc:
+        raise ConfigError(f"out: {exc}", "out") from None
+    return storage.root if storage.local and cfg.filesystem is None else cfg.out
+
+
+PROBE_FILE = ".raycrawl-write-check"
+
+
+def _storage_of(cfg: CrawlConfig) -> Any:
+    from raycrawl.adapters.storage import StorageError, resolve
+
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"out: cannot create {out} ({exc.strerror})") from None
-    return str(out)
+        return resolve(cfg.out, cfg.filesystem)
+    except StorageError as exc:
+        raise ConfigError(str(exc), "out") from None
+
+
+def check_output_shared(out: str, cfg: CrawlConfig) -> None:
+    """A local output directory on a cluster of several nodes: every node with CPUs must see it (one filesystem,
+    e.g. NFS), or WARC parts would stay scattered on nodes' own disks. Refused at start, with the fix."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    storage = _storage_of(cfg)
+    if not storage.local:
+        return
+    here = ray.get_runtime_context().get_node_id()
+    alive = [n for n in ray.nodes() if n["Alive"]]
+    others = [n["NodeID"] for n in alive if n["NodeID"] != here and n["Resources"].get("CPU")]
+    here_cpus = sum(n["Resources"].get("CPU", 0) for n in alive if n["NodeID"] == here)
+    if not others and here_cpus:
+        return
+    if not others:  # (a head without CPUs for tasks: every fetch will run on a node the autoscaler adds)
+        raise ConfigError(
+            f"out: {out} is a directory on this machine, which runs no fetch tasks (no CPUs): the nodes that will "
+            "fetch cannot write there. " + SHARED_FIX,
+            "out",
+        )
+    sees_file = ray.remote(num_cpus=0, max_retries=0)(_sees_file)
+    marker = f".raycrawl-shared-{os.getpid()}-{time.time_ns()}"
+    storage.put(marker, b"")
+    try:
+        probes = [
+            sees_file.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
+                os.path.join(storage.root, marker)
+            )
+            for node in others
+        ]
+        ready, _ = ray.wait(probes, num_returns=len(probes), timeout=SHARED_CHECK_TIMEOUT)
+        blind = len(others) - sum(1 for ref in ready if ray.get(ref))
+    finally:
+        storage.delete([marker])
+    if blind:
+        raise ConfigError(
+            f"out: {out} is a directory on this machine, and {blind} of this cluster's {len(others) + 1} nodes "
+            "cannot see it: their WARC parts would stay on their own disks. " + SHARED_FIX,
+            "out",
+        )
+
+
+SHARED_CHECK_TIMEOUT = 60.0
+SHARED_FIX = (
+    "Give a URI every node can write (--out s3://bucket/prefix, gs://..., abfs://...) "
+    "or a directory on a filesystem every node mounts."
+)
+
+
+def _sees_file(path: str) -> bool:
+    return os.path.exists(path)
 
 
 def check_seed_addresses(seeds: Iterable[str], cfg: CrawlConfig) -> None:
@@ -140,8 +207,8 @@ def _store_of(cfg: CrawlConfig) -> Any:
     from raycrawl.actors.settings import crawl_id_of
     from raycrawl.adapters.snapshots import open_store
 
-    out = str(Path(cfg.out).expanduser().resolve())
-    return open_store(cfg.redis_url, crawl_id_of(cfg, out), out)
+    storage = _storage_of(cfg)
+    return open_store(cfg.redis_url, crawl_id_of(cfg, storage.root), storage)
 
 
 def _check_writable(out: Path) -> None:
@@ -234,7 +301,8 @@ class Crawl:
             self.seeds, self.seed_problems = load_seeds(self.config)  # (with the crawl's own tracking parameters)
         check_seed_addresses(self.seeds, self.config)
         ensure_ray(self.config.ray_address)
-        # The coordinator writes pages.jsonl: keep it on this node, where --out was given.
+        check_output_shared(self.out_dir, self.config)
+        # The coordinator buffers page records on its node's disk: keep it here, where --out was given.
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         actor_class: Any = CoordinatorActor  # .options() is added by @ray.remote
         self._actor = actor_class.options(scheduling_strategy=here).remote(self.config, self.seeds, self.out_dir)
@@ -349,15 +417,15 @@ class Crawl:
                 raise TimeoutError(f"the crawl did not finish within {timeout} s")
 
     def records(self) -> list[dict[str, Any]]:
-        """The records written so far (pages.jsonl), as dicts."""
-        return read_pages(self.out_dir)
+        """The committed records (as of the last checkpoint; all of them once the crawl ended), as dicts."""
+        return read_pages(self.out_dir, self.config.filesystem)
 
     def results(self) -> Any:
-        """The records written so far as a lazy Ray Dataset read from the output files in Ray tasks, never through
+        """The committed records as a lazy Ray Dataset read from the output's parts in Ray tasks, never through
         this process (``.to_pandas()``, ``.filter()``, ``.write_parquet()``), with integer status and timings and
-        ``fetched_at`` as a UTC timestamp. Works while the crawl runs, and after it ended."""
+        ``fetched_at`` as a UTC timestamp. Works while the crawl runs (up to its last checkpoint), and after."""
         self._require_started()
-        return read_results(self.out_dir)
+        return read_results(self.out_dir, self.config.filesystem)
 
 
 def crawl(config: CrawlConfig, progress: Progress | None = None) -> dict[str, Any]:

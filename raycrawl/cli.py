@@ -18,13 +18,14 @@ from typing import Any
 
 from raycrawl import __version__
 from raycrawl.adapters.snapshots import redis_url_for_messages
-from raycrawl.config import FIELD_TYPES, CrawlConfig, load_named_config
+from raycrawl.config import FIELD_TYPES, PYTHON_ONLY, CrawlConfig, load_named_config
 from raycrawl.errors import RaycrawlError
 from raycrawl.progress import Progress
 
 HELP = {
     "seeds_file": "file with one seed URL per line (# comments allowed)",
-    "out": "output directory: pages.jsonl, warc/, stats.json",
+    "out": "where the output goes: a directory, or a URI such as s3://bucket/prefix (pages/, warc/, stats.json)",
+    "max_part_bytes": "a WARC or pages part is closed and stored when its buffer passes this size",
     "max_pages": "stop after this many pages were fetched (a limit: --resume with a larger one goes on)",
     "leftovers": "what a --max-pages/--time-limit stop does with queued URLs: keep them for --resume,"
     " or record each as out_of_budget (final)",
@@ -90,8 +91,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "politeness": ("delay", "delay_factor", "min_delay", "max_delay", "max_crawl_delay", "crawl_delay_policy",
                    "max_retry_after", "backoff_base", "max_backoff", "pause_after", "per_host_concurrency",
                    "user_agent", "robots_ttl"),
-    "output and durability": ("out", "warc", "keep_truncated", "checkpoint_interval", "redis_url", "crawl_id",
-                              "resume", "fresh", "quiet"),
+    "output and durability": ("out", "warc", "keep_truncated", "checkpoint_interval", "max_part_bytes", "redis_url",
+                              "crawl_id", "resume", "fresh", "quiet"),
     "fetching and bounds": ("timeout", "fetch_deadline", "max_body_bytes", "max_redirects", "max_path_depth",
                             "max_repeated_segments", "max_outlinks", "max_attempts", "max_queue_per_host",
                             "max_queue_total", "allow_private_networks", "allow_network", "resolve"),
@@ -154,7 +155,7 @@ def _default_text(name: str) -> str:
 
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     placed = {name for names in GROUPS.values() for name in names}
-    missing = {f.name for f in dataclasses.fields(CrawlConfig)} - placed - {"seeds"}
+    missing = {f.name for f in dataclasses.fields(CrawlConfig)} - placed - {"seeds"} - PYTHON_ONLY
     assert not missing, f"flags without a help group: {missing}"
     for title, names in GROUPS.items():
         group = parser.add_argument_group(title)
@@ -235,7 +236,7 @@ def print_summary(summary: dict[str, Any], cfg: CrawlConfig | None = None) -> No
         print(
             f"raycrawl: warning: {host['host']} asks Crawl-delay {host['crawl_delay']} s; capped to {host['delay']} s"
         )
-    print(f"raycrawl: output in {summary.get('out_dir')} (pages.jsonl, warc/, stats.json)")
+    print(f"raycrawl: output in {summary.get('out_dir')} (pages/, warc/, committed.json, stats.json)")
     if summary.get("resumable"):
         resume = continue_command(cfg or CrawlConfig(), str(summary["out_dir"]))
         queued = summary.get("left_queued")

@@ -106,6 +106,9 @@ class CrawlConfig:
     strict: bool = False
     fresh: bool = False
     quiet: bool = False
+    max_part_bytes: int = 1 << 30
+    # Python only (as Ray Data's ``filesystem=``): a pyarrow.fs or fsspec filesystem that ``out`` is a path in.
+    filesystem: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # a list where a tuple is declared is what a notebook user writes
@@ -127,6 +130,8 @@ def _validate(cfg: CrawlConfig) -> None:
             raise ConfigError(f"{key} = {getattr(cfg, key)!r}: expected {expected}", key)
 
     for f in dataclasses.fields(cfg):  # from Python nothing has coerced the values: their types first
+        if f.name in PYTHON_ONLY:
+            continue
         value = getattr(cfg, f.name)
         if not _has_type(value, FIELD_TYPES[f.name]):
             listed = typing.get_origin(FIELD_TYPES[f.name]) is tuple and isinstance(value, str)
@@ -176,6 +181,8 @@ def _validate(cfg: CrawlConfig) -> None:
     need(0 <= cfg.lease_horizon <= 10, "lease_horizon", "seconds between 0 and 10")
     need(cfg.robots_ttl > 0, "robots_ttl", "seconds > 0")
     need(cfg.checkpoint_interval >= 0, "checkpoint_interval", "seconds >= 0 (0: only at the end and on a stop)")
+    need(cfg.max_part_bytes >= 1 << 20, "max_part_bytes", "bytes >= 1048576 (1 MiB)")
+    need(bool(cfg.out.strip()), "out", "a directory or a URI such as s3://bucket/prefix")
     need(not (cfg.resume and cfg.fresh), "resume", "not both --resume and --fresh")
     need(
         cfg.crawl_id is None or bool(re.fullmatch(r"[A-Za-z0-9._-]{1,128}", cfg.crawl_id)),
@@ -206,9 +213,10 @@ def _validate(cfg: CrawlConfig) -> None:
 
 def _field_types() -> dict[str, Any]:
     hints = typing.get_type_hints(CrawlConfig)
-    return {f.name: hints[f.name] for f in dataclasses.fields(CrawlConfig)}
+    return {f.name: hints[f.name] for f in dataclasses.fields(CrawlConfig) if f.name not in PYTHON_ONLY}
 
 
+PYTHON_ONLY = frozenset({"filesystem"})  # no flag, TOML key or environment variable: an object, not text
 FIELD_TYPES = _field_types()
 
 
@@ -403,7 +411,9 @@ FIXED_ON_RESUME = frozenset(
     {"scope", "allow", "deny", "tracking_params", "dedup", "bloom_capacity", "bloom_error_rate", "shards", "user_agent"}
 )
 # Settings that say how to run this command, not what the crawl is: never taken from a checkpoint.
-PER_RUN = frozenset({"seeds", "seeds_file", "out", "redis_url", "crawl_id", "ray_address", "resume", "fresh", "quiet"})
+PER_RUN = frozenset(
+    {"seeds", "seeds_file", "out", "redis_url", "crawl_id", "ray_address", "resume", "fresh", "quiet", "filesystem"}
+)
 
 
 def saved_settings(cfg: CrawlConfig) -> dict[str, Any]:

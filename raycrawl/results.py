@@ -1,9 +1,10 @@
 """A crawl's records as a Ray Dataset, read lazily from its output files (never through the driver).
 
-``read_results(out)`` reads ``pages.jsonl`` with Ray Data in Ray tasks, with a schema: integer status and
-timings, ``fetched_at`` a UTC timestamp. It works on a crawl that is still running: a line the crawl is in the
-middle of writing is not a record yet and is left out (each batch is parsed by pyarrow's JSON reader; a batch
-it refuses is parsed line by line, keeping the lines that are whole records).
+``read_results(out)`` reads the committed page parts (``committed.json``: adapters/output.py) from a directory
+or a URI with Ray Data in Ray tasks, with a schema: integer status and timings, ``fetched_at`` a UTC timestamp.
+It works on a crawl that is still running (up to its last checkpoint). A line that is not a whole record (a
+part cut short by hand) is left out: each batch is parsed by pyarrow's JSON reader; a batch it refuses is
+parsed line by line, keeping the lines that are whole records.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import io
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from raycrawl.adapters.output import PAGES_FILE
+from raycrawl.adapters.output import PAGES_DIR, committed_parts
+from raycrawl.adapters.storage import open_storage
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -41,19 +42,21 @@ RESULT_SCHEMA = pa.schema(
 _PARSE = pa_json.ParseOptions(explicit_schema=RESULT_SCHEMA, unexpected_field_behavior="ignore")
 
 
-def read_results(out_dir: str) -> Any:
-    """The records of the crawl in ``out_dir`` as a lazy ``ray.data.Dataset`` with ``RESULT_SCHEMA``."""
+def read_results(out: str, filesystem: Any = None) -> Any:
+    """The committed records of the crawl at ``out`` (a directory or a URI such as ``s3://bucket/crawl``) as a
+    lazy ``ray.data.Dataset`` with ``RESULT_SCHEMA``."""
     import ray.data
 
     quiet_ray_data()
-    path = Path(out_dir) / PAGES_FILE
-    if not path.exists() or path.stat().st_size == 0:
+    storage = open_storage(out, filesystem)
+    paths = [storage.path(name) for name in committed_parts(storage) if name.startswith(PAGES_DIR + "/")]
+    if not paths:
         return ray.data.from_arrow(RESULT_SCHEMA.empty_table())
-    return ray.data.read_text(str(path)).map_batches(records_table, batch_format="pyarrow")
+    return ray.data.read_text(paths, filesystem=storage.fs).map_batches(records_table, batch_format="pyarrow")
 
 
 def records_table(batch: pa.Table) -> pa.Table:
-    """Lines of pages.jsonl (a ``text`` column) as a table of records."""
+    """Lines of page parts (a ``text`` column) as a table of records."""
     lines = [line for line in batch.column("text").to_pylist() if line]
     data = "\n".join(lines).encode("utf-8")
     try:

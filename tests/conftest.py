@@ -19,6 +19,9 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # reach 8.8.8.8) and swaps it in for 127.0.0.1 when a driver joins a cluster. Tests must touch loopback only:
 # this switch (read when ray is imported, inherited by every Ray process the tests start) makes it 127.0.0.1.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# The S3 server tests start takes these credentials; set before any Ray starts, so its workers have them too.
+for _key, _value in __import__("raycrawl.testing.s3", fromlist=["TEST_CREDENTIALS"]).TEST_CREDENTIALS.items():
+    os.environ.setdefault(_key, _value)
 
 
 def wait_until(condition: Any, timeout: float, what: str) -> None:
@@ -69,6 +72,27 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real S3 API server (moto's standalone server) on a free loopback port."""
+    from raycrawl.testing.s3 import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_uri(s3_server: Any, request: pytest.FixtureRequest) -> str:
+    """A bucket of this test's own, as the URI a user passes: ``s3://bucket/crawl?endpoint_override=...``."""
+    bucket = "t-" + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
+    bucket = f"{bucket}-{os.urandom(3).hex()}"
+    s3_server.create_bucket(bucket)
+    return str(s3_server.uri(bucket, "crawl"))
+
+
 @pytest.fixture(scope="module")
 def ray_local() -> Iterator[None]:
     import ray
@@ -116,12 +140,31 @@ def assert_each_url_once(records: list[dict[str, Any]]) -> None:
     assert [u for u, n in counts.items() if n > 1] == []
 
 
-def warc_page_responses(out_dir: Any) -> Counter[str]:
-    """How many response records each page has across the WARC files (robots.txt left out), by canonical URL.
+def committed_pages(out: Any) -> bytes:
+    """The committed page parts of the crawl at ``out`` (a directory or a URI), one after the other."""
+    from raycrawl.adapters.output import PAGES_DIR, committed_parts
+    from raycrawl.adapters.storage import resolve
+
+    storage = resolve(str(out))
+    return b"".join(storage.read(n) or b"" for n in committed_parts(storage) if n.startswith(PAGES_DIR + "/"))
+
+
+def committed_warc(out: Any) -> list[bytes]:
+    """The committed WARC parts of the crawl at ``out`` (a directory or a URI), read through the storage API."""
+    from raycrawl.adapters.output import WARC_DIR, committed_parts
+    from raycrawl.adapters.storage import resolve
+
+    storage = resolve(str(out))
+    return [storage.read(name) or b"" for name in committed_parts(storage) if name.startswith(WARC_DIR + "/")]
+
+
+def warc_page_responses(out: Any) -> Counter[str]:
+    """How many response records each page has across the committed WARC parts (robots.txt left out), by
+    canonical URL. ``out``: a directory or a URI.
 
     WARC-Target-URI is the URL as it was requested (spelt as its link wrote it); records' ``url`` is canonical.
     """
-    from pathlib import Path
+    import io
 
     from warcio.archiveiterator import ArchiveIterator
 
@@ -129,10 +172,9 @@ def warc_page_responses(out_dir: Any) -> Counter[str]:
     from raycrawl.core.urls import canonicalize
 
     counts: Counter[str] = Counter()
-    for path in (Path(out_dir) / "warc").glob("*.warc.gz"):
-        with path.open("rb") as f:
-            for rec in ArchiveIterator(f):
-                uri = rec.rec_headers.get_header("WARC-Target-URI")
-                if rec.rec_type == "response" and not uri.endswith("/robots.txt"):
-                    counts[canonicalize(uri, DEFAULT_TRACKING_PARAMS) or uri] += 1
+    for data in committed_warc(out):
+        for rec in ArchiveIterator(io.BytesIO(data)):
+            uri = rec.rec_headers.get_header("WARC-Target-URI")
+            if rec.rec_type == "response" and not uri.endswith("/robots.txt"):
+                counts[canonicalize(uri, DEFAULT_TRACKING_PARAMS) or uri] += 1
     return counts

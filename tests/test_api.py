@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import assert_each_url_once, local_config, page_requests, wait_until
+from conftest import assert_each_url_once, local_config, page_requests, wait_until, warc_page_responses
 
 from raycrawl.api import Crawl
 from raycrawl.testing import TestWeb, WebSpec
@@ -46,3 +47,22 @@ def test_pause_add_seeds_resume_and_analyse(tmp_path: Path) -> None:
     frame = dataset.to_pandas()
     assert dataset.count() == len(records) and set(frame["url"]) == {r["url"] for r in records}
     assert (frame["outcome"] == "fetched").sum() == len(reachable)
+
+
+def test_a_filesystem_object_takes_the_output_and_results_read_it_back(s3_server: Any, s3_uri: str) -> None:
+    """As Ray Data's ``filesystem=``: a pyarrow filesystem (here S3, on the test's S3 server) and a path in it."""
+    import pyarrow.fs as pafs
+
+    from raycrawl.adapters.storage import resolve
+
+    fs = pafs.S3FileSystem(endpoint_override=s3_server.endpoint, scheme="http", region="us-east-1")
+    path = resolve(s3_uri).root  # bucket/crawl
+    spec = WebSpec(hosts=2, pages_per_host=15)
+    with TestWeb(spec) as web:
+        crawl = Crawl(local_config(seeds=tuple(web.graph.seeds()), out=path, filesystem=fs, delay=0.01)).start()
+        summary = crawl.wait(timeout=300)
+    reachable = set(web.graph.reachable([(h, 0) for h in range(spec.hosts)]))
+    frame = crawl.results().to_pandas()  # read from the bucket in Ray tasks
+    assert set(frame[frame.outcome == "fetched"].url) == reachable and frame.url.is_unique
+    assert set(warc_page_responses(s3_uri)) == reachable
+    assert summary["out_dir"].startswith("S3FileSystem:") and fs.get_file_info(f"{path}/stats.json").size > 0

@@ -91,7 +91,7 @@ def test_a_seed_the_address_guard_refuses_is_reported_at_start_with_the_flag_tha
     assert "--allow-network 127.0.0.2/32" in line
     done = raycrawl("crawl", "http://localhost:9/", "--out", "out", cwd=tmp_path, timeout=60)
     assert done.returncode == 2 and "--allow-private-networks" in done.stderr
-    assert not (tmp_path / "out" / "pages.jsonl").exists()
+    assert not (tmp_path / "out" / "pages").exists()
 
 
 def test_version(tmp_path: Path) -> None:

@@ -79,21 +79,24 @@ def test_seeds_file_reports_bad_lines_and_keeps_good_ones(tmp_path: Path) -> Non
 
 
 def test_out_dir_with_a_crawl_is_refused_unless_fresh(tmp_path: Path) -> None:
-    (tmp_path / "pages.jsonl").write_text('{"url": "x"}\n')
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "pages-e000001-coordinator.jsonl").write_text('{"url": "x"}\n')
     with pytest.raises(ConfigError, match="already holds a crawl"):
         prepare_out_dir(CrawlConfig(out=str(tmp_path)))
     assert prepare_out_dir(CrawlConfig(out=str(tmp_path), fresh=True)) == str(tmp_path.resolve())
-    assert not (tmp_path / "pages.jsonl").exists()
+    assert not (tmp_path / "pages").exists()
 
 
 def test_resume_refuses_a_seen_set_of_another_kind_even_from_an_older_checkpoint(tmp_path: Path) -> None:
     import json
     import zlib
 
-    from raycrawl.adapters.snapshots import LocalDirStore
+    from raycrawl.adapters.snapshots import StorageSnapshotStore
+    from raycrawl.adapters.storage import resolve
 
     state = {"format": 1, "num_shards": 2, "dedup": "exact", "pages_offset": 0}
-    LocalDirStore(tmp_path / "checkpoints").commit(1, {"coordinator": zlib.compress(json.dumps(state).encode())})
+    store = StorageSnapshotStore(resolve(str(tmp_path)))
+    store.commit(1, {"coordinator": zlib.compress(json.dumps(state).encode())})
     with pytest.raises(ConfigError, match=r"dedup = 'bloom': cannot change when resuming .*'exact'"):
         resume_config(CrawlConfig(out=str(tmp_path), resume=True, dedup="bloom"))
     assert resume_config(CrawlConfig(out=str(tmp_path), resume=True)).dedup == "exact"

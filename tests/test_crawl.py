@@ -162,4 +162,4 @@ def test_loopback_is_not_reached_without_an_opt_in(tmp_path: Path) -> None:
             Crawl(cfg).start()
         requests = web.requests()
     assert requests == []  # the test web is the canary: not one connection
-    assert not (tmp_path / "pages.jsonl").exists()
+    assert not (tmp_path / "pages").exists()

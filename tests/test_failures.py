@@ -110,4 +110,4 @@ def test_killing_a_frontier_shard_loses_nothing_and_stays_polite(tmp_path: Path)
     too_close = {ip: round(min(g), 4) for ip, g in gaps_by_host(requests).items() if min(g) < 0.05}
     assert too_close == {}  # politeness held through the rollback, measured at the server
     warc = warc_page_responses(tmp_path)
-    assert set(warc) == set(reachable) and max(warc.values()) == 1  # WARC rewound with pages.jsonl
+    assert set(warc) == set(reachable) and max(warc.values()) == 1  # WARC exactly once, as the records

@@ -1,7 +1,7 @@
 """The per-URL fault boundary, through the real fetcher (aiohttp) against a raw loopback server.
 
 Whatever bytes a server sends as header values, reason phrases, charset labels, encodings and bodies: every URL
-ends with exactly one result, the fetcher keeps working, and what is written -- pages.jsonl lines, WARC
+ends with exactly one result, the fetcher keeps working, and what is written -- page record lines, WARC
 records -- reads back as valid UTF-8 JSON and valid WARC.
 """
 
@@ -23,7 +23,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from raycrawl.adapters import fetcher as fetcher_module
 from raycrawl.adapters.fetcher import Fetcher, FetchSettings
-from raycrawl.adapters.output import PagesWriter
+from raycrawl.adapters.output import PagesBuffer
+from raycrawl.adapters.storage import resolve
 from raycrawl.core.pages import fetch_record
 from raycrawl.core.records import FetchResult, Lease, UrlEntry
 
@@ -90,7 +91,7 @@ def warc_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def fetcher(warc_dir: Path) -> Iterator[Fetcher]:
-    f = Fetcher(FetchSettings(timeout=2.0, deadline=3.0, allow_networks=("127.0.0.1/32",), warc_dir=str(warc_dir)))
+    f = Fetcher(FetchSettings(timeout=2.0, deadline=3.0, allow_networks=("127.0.0.1/32",), warc_buffer=str(warc_dir)))
     yield f
     f.close()
 
@@ -139,11 +140,13 @@ def test_arbitrary_server_bytes_end_as_one_record_each_and_valid_output(
     results = _fetch_all(fetcher, leases)
     assert sorted(r.lease.lease_id for r in results) == [lease.lease_id for lease in leases]  # one each
 
-    out = tmp_path / tag
-    writer = PagesWriter(str(out))
+    storage = resolve(str(tmp_path / tag))
+    writer = PagesBuffer()
     writer.write(fetch_record(r) for r in results)
+    part = writer.cut(storage, 1)
     writer.close()
-    lines = (out / "pages.jsonl").read_bytes().decode("utf-8").splitlines()  # strict UTF-8
+    assert part is not None
+    lines = (storage.read(part) or b"").decode("utf-8").splitlines()  # strict UTF-8
     assert len(lines) == len(results)
     for line in lines:
         record = json.loads(line)

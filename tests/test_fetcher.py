@@ -73,7 +73,7 @@ def allow(web: TestWeb, host: int = 0) -> tuple[str, ...]:
 
 
 def test_a_page_is_fetched_with_our_headers_and_its_links(web: TestWeb, tmp_path: Path) -> None:
-    settings = FetchSettings(user_agent="raycrawl-test/1", allow_networks=allow(web), warc_dir=str(tmp_path))
+    settings = FetchSettings(user_agent="raycrawl-test/1", allow_networks=allow(web), warc_buffer=str(tmp_path))
     url = web.graph.url(0, 0)
     before = len(web.requests())
     [result] = fetch(settings, [url])

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import committed_pages
 from warcio.archiveiterator import ArchiveIterator
 
 from raycrawl.testing import TestWeb, WebSpec
@@ -66,7 +67,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> OddCrawl:
 
 
 def _records(out: Path) -> list[dict[str, Any]]:
-    text = (out / "pages.jsonl").read_bytes().decode("utf-8")  # strict: the file is valid UTF-8
+    text = committed_pages(out).decode("utf-8")  # strict: the parts are valid UTF-8
     return [json.loads(line) for line in text.splitlines()]
 
 

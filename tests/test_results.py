@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from raycrawl import read_results
-from raycrawl.adapters.output import PAGES_FILE
+from raycrawl.adapters.output import write_committed
+from raycrawl.adapters.storage import resolve
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 RECORDS = 200_000
@@ -30,10 +31,16 @@ def _record(i: int) -> dict[str, object]:
     }  # fmt: skip
 
 
-def _write(directory: Path, count: int) -> Path:
-    with (directory / PAGES_FILE).open("w", encoding="utf-8") as f:
-        for i in range(count):
-            f.write(json.dumps(_record(i), separators=(",", ":")) + "\n")
+def _write(directory: Path, count: int, parts: int = 4) -> Path:
+    """``count`` records as ``parts`` committed page parts, as a crawl leaves them."""
+    (directory / "pages").mkdir(parents=True, exist_ok=True)
+    names = [f"pages/pages-e{p + 1:06d}-coordinator.jsonl" for p in range(parts)]
+    files = [(directory / name).open("w", encoding="utf-8") for name in names]
+    for i in range(count):
+        files[i % parts].write(json.dumps(_record(i), separators=(",", ":")) + "\n")
+    for f in files:
+        f.close()
+    write_committed(resolve(str(directory)), parts, names)
     return directory
 
 
@@ -91,9 +98,11 @@ def test_results_are_read_in_ray_tasks_with_the_documented_types_and_flat_driver
     assert grown < 32, grown
 
 
-def test_a_line_still_being_written_is_left_out(tmp_path: Path) -> None:
+def test_a_line_that_is_not_a_whole_record_is_left_out(tmp_path: Path) -> None:
     whole = [json.dumps(_record(i)) for i in range(5)]
-    (tmp_path / PAGES_FILE).write_text("\n".join(whole) + "\n" + whole[0][:40], encoding="utf-8")
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "p.jsonl").write_text("\n".join(whole) + "\n" + whole[0][:40], encoding="utf-8")
+    write_committed(resolve(str(tmp_path)), 1, ["pages/p.jsonl"])
     ds = read_results(str(tmp_path))
     assert ds.count() == 5
     assert sorted(r["url"] for r in ds.take_all()) == sorted(json.loads(line)["url"] for line in whole)

@@ -5,6 +5,7 @@ The cluster is a real `ray start --head` on 127.0.0.1 with token auth (tests/ray
 
 from __future__ import annotations
 
+import json
 import secrets
 import signal
 import subprocess
@@ -17,8 +18,9 @@ import pytest
 from conftest import page_requests, wait_until, warc_page_responses
 from ray_cluster import RayHead
 
-from raycrawl.adapters.output import read_pages
-from raycrawl.adapters.snapshots import LocalDirStore, RedisSnapshotStore, SnapshotStore
+from raycrawl.adapters.output import committed_parts, read_pages
+from raycrawl.adapters.snapshots import RedisSnapshotStore, SnapshotStore, StorageSnapshotStore
+from raycrawl.adapters.storage import resolve
 from raycrawl.config import DEFAULT_TRACKING_PARAMS
 from raycrawl.core.urls import canonicalize
 from raycrawl.testing import TestWeb, WebSpec
@@ -26,14 +28,16 @@ from raycrawl.testing import TestWeb, WebSpec
 INTERVAL = 2.0
 
 
-@pytest.mark.parametrize("where", ["local", "redis"])
+@pytest.mark.parametrize("where", ["local", "redis", "s3"])
 def test_sigkill_then_resume_records_every_page_once(
     tmp_path: Path, where: str, request: pytest.FixtureRequest
 ) -> None:
     spec = WebSpec(hosts=20, pages_per_host=250, page_bytes=200)
-    out = tmp_path / "out"
+    out: Path | str = tmp_path / "out"
     extra: list[str] = []
-    store: SnapshotStore = LocalDirStore(out / "checkpoints")
+    if where == "s3":  # everything -- records, WARC, stats.json, checkpoints -- in a bucket of a real S3 API server
+        out = request.getfixturevalue("s3_uri")
+    store: SnapshotStore = StorageSnapshotStore(resolve(str(out)))
     if where == "redis":
         url = request.getfixturevalue("redis_url")
         crawl_id = f"resume-{secrets.token_hex(4)}"
@@ -96,6 +100,10 @@ def test_sigkill_then_resume_records_every_page_once(
 
     warc_pages = warc_page_responses(out)
     assert set(warc_pages) == set(reachable) and max(warc_pages.values()) == 1
+    # What is in the store is the committed output, nothing else: parts the kill left unlisted were removed.
+    storage = resolve(str(out))
+    assert set(storage.list("pages") + storage.list("warc")) == set(committed_parts(storage))
+    assert json.loads(storage.read("stats.json") or b"{}")["finished"] is True
 
     # Fetched twice: at most one checkpoint interval of work, i.e. what the server saw in the interval before the
     # kill (checkpoint cuts are at most INTERVAL apart; 0.2 s for the kill itself to land).

@@ -1,4 +1,5 @@
-"""One contract, two stores: the local directory (default) and Redis (a real redis-server)."""
+"""One contract, three stores: a local directory (default), object storage (a real S3 API server), and Redis (a
+real redis-server)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,20 @@ import pytest
 from raycrawl.adapters.snapshots import (
     CHUNK_BYTES,
     CorruptCheckpoint,
-    LocalDirStore,
     RedisSnapshotStore,
     SnapshotStore,
+    StorageSnapshotStore,
     StoreUnavailable,
 )
+from raycrawl.adapters.storage import resolve
 
 
-@pytest.fixture(params=["local", "redis"])
+@pytest.fixture(params=["local", "s3", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SnapshotStore]:
     if request.param == "local":
-        yield LocalDirStore(tmp_path / "checkpoints")
+        yield StorageSnapshotStore(resolve(str(tmp_path)))
+    elif request.param == "s3":
+        yield StorageSnapshotStore(resolve(request.getfixturevalue("s3_uri")))
     else:
         url = request.getfixturevalue("redis_url")
         s = RedisSnapshotStore(url, f"crawl-{os.urandom(4).hex()}")
@@ -56,18 +60,19 @@ def test_crawls_are_namespaced(redis_url: str) -> None:
     a.clear()
 
 
-def test_interrupted_commit_leaves_previous_checkpoint(tmp_path: Path) -> None:
-    store = LocalDirStore(tmp_path / "ck")
+def test_interrupted_commit_leaves_previous_checkpoint(store: SnapshotStore) -> None:
     store.commit(1, {"a": b"good"})
-    (tmp_path / "ck" / ".staging-00000002").mkdir()  # a crash while writing checkpoint 2
-    (tmp_path / "ck" / ".staging-00000002" / "a").write_bytes(b"half")
+    if isinstance(store, StorageSnapshotStore):  # a crash while writing checkpoint 2: its parts, no CURRENT
+        store.storage.put("checkpoints/ckpt-00000002/a", b"half")
     assert store.latest() == (1, {"a": b"good"})
+    store.commit(2, {"a": b"whole"})  # and the next commit at that id replaces what the crash left
+    assert store.latest() == (2, {"a": b"whole"})
 
 
 def test_corruption_is_detected(tmp_path: Path) -> None:
-    store = LocalDirStore(tmp_path / "ck")
+    store = StorageSnapshotStore(resolve(str(tmp_path)))
     store.commit(1, {"a": b"good"})
-    (tmp_path / "ck" / "ckpt-00000001" / "a").write_bytes(b"evil")
+    (tmp_path / "checkpoints" / "ckpt-00000001" / "a").write_bytes(b"evil")
     with pytest.raises(CorruptCheckpoint):
         store.latest()
 

@@ -13,8 +13,10 @@ The crawl ends exactly when nothing is queued, leased, staged, in flight or wait
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -26,11 +28,12 @@ from raycrawl.actors.dedup import DedupActor
 from raycrawl.actors.fetch_task import fetch_batch, warm_up
 from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.actors.metrics import CrawlMetrics
+from raycrawl.actors.output_cut import OutputLost, OutputParts
 from raycrawl.actors.recovery import Recovery
 from raycrawl.actors.reporting import Reporting
 from raycrawl.actors.settings import crawl_id_of, fetch_settings
-from raycrawl.adapters.output import PagesWriter, rewind, write_stats
 from raycrawl.adapters.snapshots import open_store
+from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.config import CrawlConfig
 from raycrawl.core.batching import split_quota, take_batches
 from raycrawl.core.frontier import HOST_BUDGET, ShardReply
@@ -56,11 +59,19 @@ class Coordinator(Recovery, Reporting):
         self.cfg = cfg
         self.out_dir = out_dir
         self.seeds = list(seeds)
-        self.store = open_store(cfg.redis_url, crawl_id_of(cfg, out_dir), out_dir)
+        crawl_id = crawl_id_of(cfg, out_dir)
+        run = uuid.uuid4().hex[:8]
+        self.output = OutputParts(
+            out_dir,
+            cfg.filesystem,
+            buffer=f"{crawl_id}-{run}" if cfg.warc else None,
+            shared_marker=self._mark_shared(out_dir, cfg.filesystem, run),
+        )
+        self.store = open_store(cfg.redis_url, crawl_id, self.output.storage)
         # On --resume the checkpoint decides the shard count: hosts are routed by crc32(host) % shards.
         self._resumed = checkpoints.load(self.store) if cfg.resume else None
         if self._resumed is not None:
-            rewind(out_dir, self._resumed.state["pages_offset"], self._resumed.checkpoint_id)
+            self.output.resume(self._resumed.state.get("parts", []))
             self.num_shards = int(self._resumed.state["num_shards"])
         else:
             self.num_shards = cfg.shards or max(2, int(ray.cluster_resources().get("CPU", 2)))
@@ -70,10 +81,9 @@ class Coordinator(Recovery, Reporting):
         self.dedup = self._new_dedup()
         # Fingerprints the seen-set took as new since the last checkpoint: enough to rebuild it exactly.
         self._dedup_log: list[bytes] = []
-        self.fetch_settings = fetch_settings(cfg, out_dir)
+        self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer)
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self.traps = TrapRules(max_path_depth=cfg.max_path_depth, max_repeated_segments=cfg.max_repeated_segments)
-        self.writer = PagesWriter(out_dir)
         self.metrics = CrawlMetrics(crawl_id_of(cfg, out_dir))
         self.stats = CrawlStats(started_at=time.time())
         self._stop_reason: str | None = None  # a budget ran out (leftovers = "record"): queued ends out_of_budget
@@ -107,6 +117,17 @@ class Coordinator(Recovery, Reporting):
         self._replies: list[ShardReply | None] = [None] * self.num_shards
         self._last_call: list[float] = [0.0] * self.num_shards
         self._last_stats = 0.0
+
+    @staticmethod
+    def _mark_shared(out_dir: str, filesystem: Any, run: str) -> str | None:
+        """A local output directory gets a file only this run writes: a node that cannot see it does not share
+        this node's disk, and refuses to store its WARC parts there (actors/output_cut.py)."""
+        storage = open_storage(out_dir, filesystem)
+        if not storage.local:
+            return None
+        marker = f".raycrawl-run-{run}"
+        storage.put(marker, run.encode())
+        return marker
 
     # --- control (called from other threads of the actor) --------------------------------------------
 
@@ -170,15 +191,21 @@ class Coordinator(Recovery, Reporting):
         self.stats.seeds += len(self.seeds)
         self._route_links(seed_links(self.seeds, self.cfg.tracking_params))
         try:
-            while not self._round():
-                pass
-            if self._user_stop is None:
-                self._checkpoint()  # the finished state: a --resume of it has nothing left to do
+            while True:
+                while not self._round():
+                    pass
+                # The finished state, checkpointed: a --resume of it has nothing left to do. (A node lost with
+                # buffered output rolls the crawl back to its last checkpoint instead: then it goes on.)
+                if self._user_stop is not None or self._final_checkpoint():
+                    break
         finally:
-            self.writer.close()
+            self.output.close()
+            if self.output.shared_marker is not None:
+                with contextlib.suppress(StorageError):
+                    self.output.storage.delete([self.output.shared_marker])
         self._finished = self._user_stop is None
         summary = self._summary()
-        write_stats(self.out_dir, summary)
+        self._write_stats(summary)
         with self._lock:
             self._status = self._progress("finished")
         return summary
@@ -196,7 +223,7 @@ class Coordinator(Recovery, Reporting):
         """One round; True when the crawl is over. A shard that died rolls the crawl back to its checkpoint."""
         try:
             return self._round_once()
-        except RayActorError:
+        except (RayActorError, OutputLost):
             self._roll_back()
             return False
 
@@ -213,11 +240,10 @@ class Coordinator(Recovery, Reporting):
         stopping = self._stop_reason or self._final_drain
         interval = self.cfg.checkpoint_interval
         # Quiesce early by as long as the last quiesce took, so that cuts are at most `interval` apart:
-        # what a crash can cost is then at most one interval of work.
-        if (
-            interval
-            and not self._checkpoint_due
-            and time.monotonic() - self._last_checkpoint >= interval - self._last_quiesce
+        # what a crash can cost is then at most one interval of work. A buffer past the part size: cut now.
+        if not self._checkpoint_due and (
+            (interval and time.monotonic() - self._last_checkpoint >= interval - self._last_quiesce)
+            or self.output.over(self.cfg.max_part_bytes)
         ):
             self._checkpoint_due = True
             self._quiesce_started = time.monotonic()
@@ -312,6 +338,9 @@ class Coordinator(Recovery, Reporting):
             stale, retried = set(reply.stale), set(reply.retried)
             for result in results:
                 lease_id = result.lease.lease_id
+                # Its WARC records stay when the result counts: a page record, or the robots.txt obeyed.
+                kept = lease_id not in stale and lease_id not in retried
+                self.output.absorb(result, kept)
                 if lease_id in stale:
                     self.stats.events["stale_results"] += 1
                 elif lease_id in retried:
@@ -321,7 +350,7 @@ class Coordinator(Recovery, Reporting):
                 else:
                     records.append(self._page_record(result, links))
             self._staged.extend(reply.leases)
-        self.writer.write(records)
+        self.output.pages.write(records)
         self._record_metrics(records)
         self._route_links(links)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from raycrawl.actors.metrics import CrawlMetrics
-from raycrawl.adapters.output import PagesWriter
+from raycrawl.actors.output_cut import OutputParts
 from raycrawl.adapters.snapshots import SnapshotStore
 from raycrawl.config import CrawlConfig
 from raycrawl.core.records import Lease
@@ -20,7 +20,7 @@ class CoordinatorState:
     num_shards: int
     shards: list[Any]
     dedup: Any
-    writer: PagesWriter
+    output: OutputParts
     stats: CrawlStats
     metrics: CrawlMetrics
     _in_flight: dict[Any, dict[tuple[int, int], Lease]]  # each fetch task's stream, with its unreported leases

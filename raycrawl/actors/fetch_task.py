@@ -21,10 +21,13 @@ NODE_ID_CHARS = 12
 
 @ray.remote(max_retries=0)
 def fetch_batch(settings: FetchSettings, leases: list[Lease], epoch: int) -> Iterator[list[FetchResult]]:
-    node = ray.get_runtime_context().get_node_id()[:NODE_ID_CHARS]
+    node_id = ray.get_runtime_context().get_node_id()
+    node = node_id[:NODE_ID_CHARS]
     for results in fetcher_for(settings).fetch_stream(leases, epoch):
         for result in results:
             result.node = node
+            if result.warc is not None:
+                result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
         yield results
 
 

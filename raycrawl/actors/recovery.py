@@ -5,6 +5,8 @@
 - A frontier shard dies: its queues and host clocks cannot be rebuilt from elsewhere, so the whole crawl
   rolls back to the last checkpoint (or starts over): at most one checkpoint interval is redone.
 - A fetch task dies: handled by the coordinator's loop (Ray reports it; its leases go back to their shards).
+- A node dies with WARC buffered since the last cut: the cut cannot store it, so the crawl rolls back to the
+  last checkpoint, as for a shard (actors/output_cut.py).
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from ray.exceptions import RayActorError, RayError
 from raycrawl.actors import checkpoints
 from raycrawl.actors.coordinator_state import CoordinatorState
 from raycrawl.actors.dedup import pack_fingerprints
+from raycrawl.actors.output_cut import OutputLost, OutputUnwritable
 from raycrawl.actors.settings import frontier_settings
-from raycrawl.adapters.output import PagesWriter, rewind
 from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.config import saved_settings
 from raycrawl.core.outlinks import seed_links
@@ -92,37 +94,56 @@ class Recovery(CoordinatorState):
 
     # --- checkpoints ---------------------------------------------------------------------------------
 
+    def _final_checkpoint(self) -> bool:
+        """The checkpoint of the finished crawl; False when a node was lost with output of the last interval (the
+        crawl has rolled back to its last checkpoint, and goes on)."""
+        try:
+            self._checkpoint()
+        except OutputLost:
+            self._roll_back()
+            return False
+        return True
+
     def _checkpoint(self) -> None:
-        """Write the cut; on failure warn and keep crawling (the next interval tries again, nothing is lost)."""
+        """Store the interval's output, then write the cut that lists it. A store that fails: warn and keep
+        crawling (the next interval tries again, nothing is lost). A node lost with buffered output: OutputLost
+        (the caller rolls the crawl back)."""
         now = time.monotonic()
         if self._checkpoint_due:
             self._last_quiesce = min(now - self._quiesce_started, self.cfg.checkpoint_interval / 2)
         self._checkpoint_due = False
         self._last_checkpoint = now
+        epoch = self._epoch
+        self._epoch += 1  # (even if this cut fails: every attempt's parts have names of their own)
+        try:
+            parts = self.output.cut(epoch)
+        except OutputUnwritable as exc:
+            self.stats.events["checkpoint_failures"] += 1
+            self._checkpoint_error = f"checkpoint {epoch} failed, will retry: output: {exc}"
+            return
         state = {
             "num_shards": self.num_shards,
             "dedup": self.cfg.dedup,
             "config": saved_settings(self.cfg),  # a --resume runs with these (api.resume_config)
             "scope_hosts": self.scope.seed_hosts(),
-            "pages_offset": self.writer.sync(),
+            "parts": parts,  # the output as of this cut (actors/output_cut.py): a resume deletes other parts
             "pushes": [e.to_row() for queue in self._pushes for e in queue],
             "stats": self.stats.to_dict(time.time()),
         }
         try:
             try:
-                taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
+                taken = checkpoints.take(self.store, epoch, self.shards, self.dedup, state)
             except RayActorError:
                 self._recover_dedup()  # (a shard's death is handled by the round that meets it)
-                taken = checkpoints.take(self.store, self._epoch, self.shards, self.dedup, state)
+                taken = checkpoints.take(self.store, epoch, self.shards, self.dedup, state)
         except (StoreUnavailable, OSError) as exc:
             self.stats.events["checkpoint_failures"] += 1
-            self._checkpoint_error = f"checkpoint {self._epoch} failed, will retry: {exc}"
+            self._checkpoint_error = f"checkpoint {epoch} failed, will retry: {exc}"
             return
-        self._checkpoint_error = None
+        self._checkpoint_error = self.output.committed(epoch)
         self._dedup_log = []  # the checkpoint holds all of it now
-        self._checkpoints.append({"id": self._epoch, **taken})
+        self._checkpoints.append({"id": epoch, **taken})
         self.metrics.record_checkpoint(float(taken["seconds"]))
-        self._epoch += 1
 
     def _roll_back(self) -> None:
         """A frontier shard died: its queue and host clocks are gone. Roll the whole crawl back to the last
@@ -162,15 +183,12 @@ class Recovery(CoordinatorState):
         self._pushes = [[] for _ in self.shards]
         self._replies = [None] * self.num_shards
         self._last_call = [0.0] * self.num_shards
-        self.writer.close()
         loaded = checkpoints.load(self.store)
+        # This interval's buffered output is dropped and its stored parts deleted: its URLs are fetched again.
+        self.output.roll_back(loaded.state.get("parts", []) if loaded is not None else [])
         if loaded is not None:
-            rewind(self.out_dir, loaded.state["pages_offset"], loaded.checkpoint_id)
-            self.writer = PagesWriter(self.out_dir)
             self._restore(loaded)
         else:  # no checkpoint yet: start over
-            rewind(self.out_dir, 0, 0)
-            self.writer = PagesWriter(self.out_dir)
             self.stats = CrawlStats(started_at=self.stats.started_at, seeds=self.stats.seeds)
             self._epoch = 1
             self._route_links(seed_links(self.seeds, self.cfg.tracking_params))

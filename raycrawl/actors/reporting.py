@@ -12,6 +12,7 @@ import ray
 
 from raycrawl.actors.coordinator_state import CoordinatorState
 from raycrawl.adapters.output import write_stats
+from raycrawl.adapters.storage import StorageError
 from raycrawl.core.records import UrlEntry
 
 STATS_EVERY = 5.0
@@ -63,7 +64,7 @@ class Reporting(CoordinatorState):
         }
 
     def _publish(self) -> None:
-        self.writer.flush()
+        self.output.pages.flush()
         with self._lock:
             stopping = self._stop_reason or self._user_stop
             state = "stopping" if stopping else "paused" if self._paused_all else "running"
@@ -72,9 +73,17 @@ class Reporting(CoordinatorState):
         if now - self._last_stats >= STATS_EVERY:
             self._last_stats = now
             summary = self._summary()
-            write_stats(self.out_dir, summary)
+            self._write_stats(summary)
             self.metrics.record_summary(summary, len(self._in_flight))
             self._host_counts = {k: summary["frontier"].get(k, 0) for k in ("hosts_ready", "hosts_paused_now")}
+
+    def _write_stats(self, summary: dict[str, Any]) -> None:
+        """stats.json in the output; a storage that refuses it is said in the status, and tried again."""
+        try:
+            write_stats(self.output.storage, summary)
+        except StorageError as exc:
+            self.stats.events["stats_write_failures"] += 1
+            self._checkpoint_error = self._checkpoint_error or f"stats.json: {exc}"
 
     def _summary(self) -> dict[str, Any]:
         now = time.time()
@@ -126,7 +135,7 @@ class Reporting(CoordinatorState):
                     if h["crawl_delay"] is not None and h["crawl_delay"] > self.cfg.max_crawl_delay
                 ],
                 "hosts": busiest,
-                "out_dir": self.out_dir,
+                "out_dir": self.output.storage.where,
             }
         )
         return summary

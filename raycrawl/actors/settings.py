@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import PurePosixPath
+from urllib.parse import urlsplit
 
 from raycrawl import __version__
 from raycrawl.adapters.fetcher import FetchSettings
+from raycrawl.adapters.storage import is_uri
 from raycrawl.config import CrawlConfig
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
@@ -14,8 +16,9 @@ from raycrawl.core.robots import product_token
 
 
 def crawl_id_of(cfg: CrawlConfig, out_dir: str) -> str:
-    """The crawl's name in the checkpoint store: --crawl-id, or the output directory's name."""
-    return cfg.crawl_id or Path(out_dir).name
+    """The crawl's name in the checkpoint store: --crawl-id, or the last part of the output's path."""
+    path = urlsplit(out_dir).path if is_uri(out_dir) else out_dir
+    return cfg.crawl_id or PurePosixPath(path.rstrip("/")).name or "crawl"
 
 
 # A new host's first request waits up to this long (never more than its delay): see core/politeness.py.
@@ -51,7 +54,7 @@ def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
     )
 
 
-def fetch_settings(cfg: CrawlConfig, out_dir: str) -> FetchSettings:
+def fetch_settings(cfg: CrawlConfig, out_dir: str, warc_buffer: str | None) -> FetchSettings:
     return FetchSettings(
         user_agent=cfg.user_agent,
         timeout=cfg.timeout,
@@ -61,7 +64,7 @@ def fetch_settings(cfg: CrawlConfig, out_dir: str) -> FetchSettings:
         max_outlinks=cfg.max_outlinks,
         tracking_params=cfg.tracking_params,
         resolve=tuple(sorted(cfg.resolve_map().items())),
-        warc_dir=str(Path(out_dir) / "warc") if cfg.warc else None,
+        warc_buffer=warc_buffer if cfg.warc else None,
         warc_info=warcinfo_fields(cfg, crawl_id_of(cfg, out_dir)),
         allow_private_networks=cfg.allow_private_networks,
         allow_networks=cfg.allow_network,

@@ -37,13 +37,13 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
-from raycrawl.adapters.warc import HttpStatus, WarcSink
+from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path
 from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
 from raycrawl.core.clean import clean_text, describe_exception
 from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodingError
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links, is_html
-from raycrawl.core.records import FetchResult, Lease
+from raycrawl.core.records import FetchResult, Lease, WarcSpan
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
 from raycrawl.core.urls import canonicalize, host_key, hostname, request_form
 
@@ -65,7 +65,7 @@ class FetchSettings:
     max_outlinks: int = 5000
     tracking_params: tuple[str, ...] = ()
     resolve: tuple[tuple[str, str], ...] = ()
-    warc_dir: str | None = None
+    warc_buffer: str | None = None  # where WARC records wait for the next cut: a directory under the node's temp dir
     warc_info: tuple[tuple[str, str], ...] = ()  # the fields of each WARC file's warcinfo record
     allow_private_networks: bool = False
     allow_networks: tuple[str, ...] = ()
@@ -182,14 +182,14 @@ class Fetcher:
             self._warc.close()
 
     def _use_epoch(self, epoch: int) -> None:
-        """WARC records go to a file of the current checkpoint epoch (see adapters/warc.py)."""
-        if self.settings.warc_dir is None:
+        """WARC records go to a buffer file of the current checkpoint epoch (see adapters/warc.py)."""
+        if self.settings.warc_buffer is None:
             return
         if self._warc is not None and self._warc.epoch == epoch and self._warc.path.exists():
-            return  # (a rollback deletes the files of the epoch it undoes: then a new file is needed)
+            return  # (a cut that failed may have taken this epoch's file already: then a new one is needed)
         if self._warc is not None:
             self._warc.close()
-        self._warc = WarcSink(self.settings.warc_dir, epoch, dict(self.settings.warc_info))
+        self._warc = WarcSink(buffer_path(self.settings.warc_buffer), epoch, dict(self.settings.warc_info))
 
     def fetch_stream(self, leases: Sequence[Lease], epoch: int = 0) -> Iterator[list[FetchResult]]:
         """Results in small groups, as their requests complete.
@@ -332,7 +332,8 @@ class Fetcher:
             r.outlinks, r.spellings, r.links_capped = links.urls, links.spellings, links.capped
         if self._warc is not None and (not too_large or self.settings.keep_truncated):
             status = HttpStatus(r.status, _reason_bytes(ex.reason), ex.raw_headers)
-            self._warc.write(r.lease.request_url, ex.request_headers, status, ex.body, too_large, ex.ip)
+            start, end = self._warc.write(r.lease.request_url, ex.request_headers, status, ex.body, too_large, ex.ip)
+            r.warc = WarcSpan("", self._warc.path.name, self._warc.head, start, end)
 
 
 async def _read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:

@@ -1,43 +1,80 @@
-"""The crawl's output directory: pages.jsonl (one record per terminal URL) and stats.json."""
+"""The crawl's output in its storage (adapters/storage.py: a local directory or a URI).
+
+    pages/pages-e000003-coordinator.jsonl   page records, one part per writer and checkpoint cut
+    warc/raycrawl-e000003-<node>-<pid>-<ms>.warc.gz   WARC, one part per fetch worker buffer and cut
+    committed.json                           the parts that make up the output, as of the current checkpoint
+    stats.json                               the crawl's counters (replaced every few seconds)
+    checkpoints/                             the default checkpoint store
+
+A part is output only once a committed checkpoint lists it (``committed.json`` repeats that list for
+readers): a crash between writing parts and committing leaves parts no checkpoint lists, which a ``--resume``
+deletes and a reader never reads. So every record is in the output exactly once, on any filesystem.
+"""
 
 from __future__ import annotations
 
 import json
-import os
+import shutil
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from raycrawl.adapters.storage import Storage, StorageError, open_storage
 from raycrawl.core.clean import clean_value
 
-PAGES_FILE = "pages.jsonl"
+PAGES_DIR = "pages"
+WARC_DIR = "warc"
 STATS_FILE = "stats.json"
+COMMITTED_FILE = "committed.json"
+PART_DIRS = (PAGES_DIR, WARC_DIR)
 
 
-class PagesWriter:
-    def __init__(self, out_dir: str) -> None:
-        self.dir = Path(out_dir)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self._file = (self.dir / PAGES_FILE).open("ab")
-        self.written = 0
+def pages_part(epoch: int, writer: str) -> str:
+    return f"{PAGES_DIR}/pages-e{epoch:06d}-{writer}.jsonl"
+
+
+class PagesBuffer:
+    """Records written since the last cut, in a local file; ``cut`` makes them one part in the storage."""
+
+    def __init__(self, writer: str = "coordinator") -> None:
+        self.writer = writer
+        self._dir = Path(tempfile.mkdtemp(prefix="raycrawl-pages-"))
+        self._path = self._dir / "buffer.jsonl"
+        self._file = self._path.open("wb")
+        self.written = 0  # records written in all (for progress)
+        self.size = 0  # bytes in the buffer now
 
     def write(self, records: Iterable[dict[str, Any]]) -> None:
         lines = [_json_line(r) for r in records]
         if lines:
             self._file.writelines(lines)
             self.written += len(lines)
+            self.size += sum(map(len, lines))
 
     def flush(self) -> None:
         self._file.flush()
 
-    def sync(self) -> int:
-        """Flush to disk; the file's size, to be recorded in a checkpoint."""
+    def cut(self, storage: Storage, epoch: int) -> str | None:
+        """Store the buffered records as a part of ``epoch`` and start an empty buffer; the part's name, or None
+        when there was nothing to store."""
+        if not self.size:
+            return None
         self._file.flush()
-        os.fsync(self._file.fileno())
-        return self._file.tell()
+        name = pages_part(epoch, self.writer)
+        storage.put_file(name, str(self._path))
+        self.discard()
+        return name
+
+    def discard(self) -> None:
+        """Forget the buffered records (a rollback: they are written again when their URLs are fetched again)."""
+        self._file.seek(0)
+        self._file.truncate()
+        self.size = 0
 
     def close(self) -> None:
         self._file.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
 
 
 def _json_line(record: dict[str, Any]) -> bytes:
@@ -50,41 +87,52 @@ def _json_line(record: dict[str, Any]) -> bytes:
         return (json.dumps(clean_value(record), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def write_stats(out_dir: str, stats: dict[str, Any]) -> Path:
-    """stats.json, replaced atomically so a reader never sees half of it."""
-    path = Path(out_dir) / STATS_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(clean_value(stats), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+def write_stats(storage: Storage, stats: dict[str, Any]) -> None:
+    """stats.json, replaced whole so a reader never sees half of it."""
+    storage.put(STATS_FILE, (json.dumps(clean_value(stats), indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
-def read_pages(out_dir: str) -> list[dict[str, Any]]:
-    path = Path(out_dir) / PAGES_FILE
-    if not path.exists():
+def write_committed(storage: Storage, checkpoint_id: int, parts: Iterable[str]) -> None:
+    body = {"checkpoint": checkpoint_id, "parts": sorted(parts)}
+    storage.put(COMMITTED_FILE, (json.dumps(body, indent=1) + "\n").encode())
+
+
+def committed_parts(storage: Storage) -> list[str]:
+    """The parts of the output as of the last committed checkpoint ([] before the first)."""
+    raw = storage.read(COMMITTED_FILE)
+    if raw is None:
         return []
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    parts: list[str] = json.loads(raw)["parts"]
+    return parts
 
 
-def rewind(out_dir: str, pages_offset: int, checkpoint_id: int) -> tuple[int, int]:
-    """Bring the output back to a checkpoint: records after it are cut from pages.jsonl, and WARC files of
-    later epochs are deleted (their URLs are queued again by the restore, and will be written again once).
-    Returns (bytes cut, WARC files deleted)."""
-    from raycrawl.adapters.warc import epoch_of
+def remove_uncommitted(storage: Storage, keep: Iterable[str]) -> list[str]:
+    """Delete the parts no committed checkpoint lists (written before a crash, or by a cut that failed)."""
+    kept = set(keep)
+    stray = [name for directory in PART_DIRS for name in storage.list(directory) if name not in kept]
+    storage.delete(stray)
+    return stray
 
-    path = Path(out_dir) / PAGES_FILE
-    cut = 0
-    if path.exists():
-        size = path.stat().st_size
-        if size > pages_offset:
-            with path.open("r+b") as f:
-                f.truncate(pages_offset)
-            cut = size - pages_offset
-    deleted = 0
-    for warc in (Path(out_dir) / "warc").glob("*.warc.gz"):
-        epoch = epoch_of(warc)
-        if epoch is not None and epoch > checkpoint_id:
-            warc.unlink()
-            deleted += 1
-    return cut, deleted
+
+def has_output(storage: Storage) -> bool:
+    return storage.exists(COMMITTED_FILE) or any(storage.list(d) for d in PART_DIRS)
+
+
+def clear_output(storage: Storage) -> None:
+    """Everything a crawl wrote here, but the checkpoints (their store clears itself)."""
+    for directory in PART_DIRS:
+        storage.delete_dir(directory)
+    storage.delete([STATS_FILE, COMMITTED_FILE])
+
+
+def read_pages(location: str, filesystem: Any = None) -> list[dict[str, Any]]:
+    """Every committed record of the crawl at ``location`` (a directory or a URI), as dicts."""
+    storage = open_storage(location, filesystem)
+    records: list[dict[str, Any]] = []
+    for name in committed_parts(storage):
+        if name.startswith(PAGES_DIR + "/"):
+            data = storage.read(name)
+            if data is None:
+                raise StorageError(f"{storage.show(name)} is listed in {COMMITTED_FILE} but missing")
+            records.extend(json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip())
+    return records

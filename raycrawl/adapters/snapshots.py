@@ -1,4 +1,4 @@
-"""Where checkpoints live: a local directory by default (no server needed), or Redis.
+"""Where checkpoints live: next to the output by default (a local directory or a URI; no server needed), or Redis.
 
 The contract, the same for both (one set of contract tests runs against each):
 
@@ -16,12 +16,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Collection
-from pathlib import Path
 from typing import Any, Protocol
 
+from raycrawl.adapters.storage import Storage, StorageError
 from raycrawl.core.urls import redact_credentials
 
 CHUNK_BYTES = 1 << 20  # Redis values are written in 1 MiB chunks: no single huge command
@@ -76,71 +74,69 @@ def _verify(manifest: dict[str, Any], parts: dict[str, bytes], only: Collection[
             raise CorruptCheckpoint(f"checkpoint {manifest['checkpoint']}: part {name!r} does not match its manifest")
 
 
-class LocalDirStore:
-    """Checkpoints as directories under ``root``; ``CURRENT`` names the committed one (atomic rename)."""
+class StorageSnapshotStore:
+    """Checkpoints as directories under ``checkpoints/`` of the crawl's storage (a local directory or a URI);
+    ``CURRENT`` names the committed one. It is written last, whole (a rename locally, one PUT on an object
+    store), so it is the commit point on any filesystem."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root)
+    def __init__(self, storage: Storage, directory: str = "checkpoints") -> None:
+        self.storage = storage
+        self.directory = directory
 
     def describe(self) -> str:
-        return f"directory {self.root}"
+        return f"{'directory' if self.storage.local else 'storage'} {self.storage.show(self.directory)}"
 
-    def _dir(self, checkpoint_id: int) -> Path:
-        return self.root / f"ckpt-{checkpoint_id:08d}"
+    def _name(self, checkpoint_id: int, part: str = "") -> str:
+        base = f"{self.directory}/ckpt-{checkpoint_id:08d}"
+        return f"{base}/{part}" if part else base
 
     def commit(self, checkpoint_id: int, parts: dict[str, bytes]) -> int:
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            staging = self.root / f".staging-{checkpoint_id:08d}"
-            shutil.rmtree(staging, ignore_errors=True)
-            staging.mkdir()
+            previous = self.current_id()
+            self.storage.delete_dir(self._name(checkpoint_id))  # (a failed attempt at this id left parts)
             written = 0
             for name, data in {**parts, "manifest.json": _manifest(checkpoint_id, parts)}.items():
-                with (staging / name).open("wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
+                self.storage.put(self._name(checkpoint_id, name), data)
                 written += len(data) if name in parts else 0
-            final = self._dir(checkpoint_id)
-            shutil.rmtree(final, ignore_errors=True)
-            os.replace(staging, final)
-            pointer = self.root / "CURRENT.tmp"
-            pointer.write_text(str(checkpoint_id))
-            os.replace(pointer, self.root / "CURRENT")  # the commit point
-            self._fsync_dir()
-        except OSError as exc:
-            raise StoreUnavailable(f"cannot write checkpoint to {self.root}: {exc.strerror or exc}") from None
-        for old in self.root.glob("ckpt-*"):
-            if old != final:
-                shutil.rmtree(old, ignore_errors=True)
+            self.storage.put(f"{self.directory}/CURRENT", str(checkpoint_id).encode())  # the commit point
+        except StorageError as exc:
+            raise StoreUnavailable(f"cannot write checkpoint: {exc}") from None
+        if previous is not None and previous != checkpoint_id:
+            with contextlib.suppress(StorageError):
+                self.storage.delete_dir(self._name(previous))
         return written
-
-    def _fsync_dir(self) -> None:
-        with contextlib.suppress(OSError):
-            fd = os.open(self.root, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
 
     def current_id(self) -> int | None:
         try:
-            return int((self.root / "CURRENT").read_text().strip())
-        except (FileNotFoundError, ValueError):
+            data = self.storage.read(f"{self.directory}/CURRENT")
+        except StorageError as exc:
+            raise StoreUnavailable(str(exc)) from None
+        try:
+            return None if data is None else int(data.decode().strip())
+        except ValueError:
             return None
 
     def latest(self, only: Collection[str] | None = None) -> tuple[int, dict[str, bytes]] | None:
         checkpoint_id = self.current_id()
         if checkpoint_id is None:
             return None
-        directory = self._dir(checkpoint_id)
-        manifest = json.loads((directory / "manifest.json").read_bytes())
-        parts = {name: (directory / name).read_bytes() for name in _wanted(manifest, only)}
+        try:
+            raw = self.storage.read(self._name(checkpoint_id, "manifest.json"))
+            if raw is None:
+                raise CorruptCheckpoint(f"checkpoint {checkpoint_id} has no manifest")
+            manifest = json.loads(raw)
+            wanted = _wanted(manifest, only)
+            parts = {name: self.storage.read(self._name(checkpoint_id, name)) or b"" for name in wanted}
+        except StorageError as exc:
+            raise StoreUnavailable(str(exc)) from None
         _verify(manifest, parts, only)
         return checkpoint_id, parts
 
     def clear(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        try:
+            self.storage.delete_dir(self.directory)
+        except StorageError as exc:
+            raise StoreUnavailable(str(exc)) from None
 
 
 def redis_url_for_messages(url: str) -> str:
@@ -238,8 +234,8 @@ class RedisSnapshotStore:
             self._call(self._redis.delete, *keys)
 
 
-def open_store(redis_url: str | None, crawl_id: str, out_dir: str) -> SnapshotStore:
-    """Redis when a URL is given, else ``OUT/checkpoints`` (no server needed)."""
+def open_store(redis_url: str | None, crawl_id: str, storage: Storage) -> SnapshotStore:
+    """Redis when a URL is given, else ``checkpoints/`` next to the output (no server needed)."""
     if redis_url:
         return RedisSnapshotStore(redis_url, crawl_id)
-    return LocalDirStore(Path(out_dir) / "checkpoints")
+    return StorageSnapshotStore(storage)

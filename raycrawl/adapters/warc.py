@@ -1,8 +1,9 @@
 """WARC output (warcio): a request and a response record for every fetch, gzip per record (level 6).
 
-Each worker process appends to its own file under ``warc/``, so fetch tasks write bodies where they are
-instead of shipping them through the coordinator. File names carry the checkpoint epoch they belong to
-(``raycrawl-e000003-...``): a resume deletes files of epochs after the checkpoint it resumes from.
+Each worker process appends to its own buffer file on its own node's disk (``buffer_dir``), so fetch tasks
+write bodies where they are instead of shipping them through the coordinator; at each checkpoint cut the
+node copies the records that became output into the store (actors/output_cut.py, core/parts.py). File names
+carry the checkpoint epoch they belong to (``raycrawl-e000003-...``) and are kept by the parts made of them.
 The body stored is the decoded one (what was parsed and hashed); Content-Encoding and Transfer-Encoding
 are removed from the stored headers to match it. Status line and headers are stored as the server sent them,
 bytes that are not UTF-8 included (``HttpStatus``).
@@ -13,6 +14,7 @@ from __future__ import annotations
 import io
 import os
 import socket
+import tempfile
 import time
 import zlib
 from collections.abc import Mapping
@@ -53,6 +55,14 @@ class _GzipMembers:
             self._file.write(self._compressor.flush())
             self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
             self._pending = False
+
+
+BUFFER_ROOT = "raycrawl-buffers"
+
+
+def buffer_path(name: str) -> str:
+    """A WARC buffer directory: ``name`` under this node's temporary directory (an absolute ``name`` as it is)."""
+    return name if os.path.isabs(name) else os.path.join(tempfile.gettempdir(), BUFFER_ROOT, name)
 
 
 def epoch_of(path: Path) -> int | None:
@@ -111,6 +121,7 @@ class WarcSink:
         self._warcinfo_id: str = warcinfo.rec_headers.get_header("WARC-Record-ID")
         writer.write_record(warcinfo)
         self._file.flush()
+        self.head = self._file.tell()  # the warcinfo record's end: every part made of this file starts with it
 
     def write(
         self,
@@ -120,10 +131,10 @@ class WarcSink:
         body: bytes,
         truncated: bool = False,
         ip: str | None = None,
-    ) -> None:
-        """Append a response and its request (linked by WARC-Concurrent-To). Built in memory first and appended
-        whole: a failure while building (the fetcher's fault boundary turns it into the URL's error record)
-        leaves no half record."""
+    ) -> tuple[int, int]:
+        """Append a response and its request (linked by WARC-Concurrent-To); returns their [start, end) in the
+        file. Built in memory first and appended whole: a failure while building (the fetcher's fault boundary
+        turns it into the URL's error record) leaves no half record."""
         request = StatusAndHeaders(f"GET {path_of(url)} HTTP/1.1", request_headers, is_http_request=True)
         response = _RawHeaders(status, len(body))
         buffer = io.BytesIO()
@@ -141,7 +152,9 @@ class WarcSink:
             warc_headers_dict={"WARC-Warcinfo-ID": self._warcinfo_id},
         )  # fmt: skip
         w.write_request_response_pair(request_record, response_record)
+        start = self._file.tell()
         self._file.write(buffer.getvalue())
+        return start, self._file.tell()
 
     def flush(self) -> None:
         self._file.flush()

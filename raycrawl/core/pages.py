@@ -1,4 +1,4 @@
-"""The output record of each terminal URL (one line of pages.jsonl)."""
+"""The output record of each terminal URL (one line of a pages part)."""
 
 from __future__ import annotations
 

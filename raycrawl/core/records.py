@@ -142,6 +142,20 @@ class FetchResult:
     truncated: bool = False  # the body was larger than max_body_bytes: reading stopped there
     node: str = ""  # the Ray node that fetched it (a short id), for stats
     fault: str | None = None  # the exception class the per-URL fault boundary caught (an error record, counted)
+    warc: WarcSpan | None = None  # where its WARC records are, in its worker's local buffer
+
+
+@compact_pickle
+@dataclass(slots=True)
+class WarcSpan:
+    """One fetch's WARC records (response and request) in a worker's buffer file: bytes [start, end) of ``file``
+    on node ``node``, a file whose first ``head`` bytes are its warcinfo record."""
+
+    node: str
+    file: str
+    head: int
+    start: int
+    end: int
 
 
 @compact_pickle

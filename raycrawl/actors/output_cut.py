@@ -1,0 +1,164 @@
+"""The output at a checkpoint cut: buffered records and WARC become parts in the storage, by the processes that
+hold them, before the checkpoint that lists them commits.
+
+- Page records: the coordinator's buffer becomes ``pages/pages-e<epoch>-coordinator.jsonl``.
+- WARC: one ``store_warc_parts`` task on each node that fetched since the last cut copies the spans the
+  ledger kept (core/parts.py) from its buffer files into ``warc/``, then deletes those buffers. A node's disk
+  therefore holds at most what it fetched since the last cut (and a cut is forced when a buffer passes
+  ``max_part_bytes``).
+- A node that is gone takes its buffers with it: the cut cannot be whole, so the crawl rolls back to the last
+  checkpoint (``OutputLost``) and fetches that interval again -- what a lost node costs is what was done since
+  the last cut. A store that cannot be written keeps every buffer and says why; the next cut tries again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import RayError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from raycrawl.adapters.output import (
+    WARC_DIR,
+    PagesBuffer,
+    remove_uncommitted,
+    write_committed,
+)
+from raycrawl.adapters.storage import StorageError, open_storage
+from raycrawl.adapters.warc import buffer_path, epoch_of
+from raycrawl.core.parts import Ranges, WarcLedger
+from raycrawl.core.records import FetchResult
+
+CUT_TIMEOUT = 600.0  # a node that has not stored its parts by then is taken as lost
+
+
+class OutputLost(Exception):
+    """Buffered output of this interval is gone with a node: the crawl rolls back to its last checkpoint."""
+
+
+class OutputUnwritable(Exception):
+    """The storage refused parts of this cut; buffers are kept for the next one. The message says why."""
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def store_warc_parts(
+    location: str, filesystem: Any, buffer: str, epoch: int, plan: dict[str, Ranges], shared_marker: str | None
+) -> tuple[list[str], str | None]:
+    """On one node: copy the kept spans of its buffer files into ``warc/``, then delete its buffers of ``epoch``
+    and before. Returns the parts stored, and why not all could be (then nothing is deleted)."""
+    storage = open_storage(location, filesystem)
+    if shared_marker is not None and storage.local and not storage.exists(shared_marker):
+        node = ray.get_runtime_context().get_node_id()[:12]
+        return [], (
+            f"out: {storage.root} is not on a filesystem node {node} shares with the driver; "
+            "give a URI (s3://bucket/prefix, gs://..., abfs://...) or a directory every node mounts"
+        )
+    directory = buffer_path(buffer)
+    stored: list[str] = []
+    try:
+        for file, ranges in plan.items():
+            name = f"{WARC_DIR}/{file}"
+            storage.put_file(name, os.path.join(directory, file), ranges)
+            stored.append(name)
+    except (StorageError, OSError) as exc:
+        return stored, str(exc)
+    for path in Path(directory).glob("*.warc.gz"):  # what was not kept belongs to no record
+        file_epoch = epoch_of(path)
+        if file_epoch is not None and file_epoch <= epoch:
+            path.unlink(missing_ok=True)
+    return stored, None
+
+
+class OutputParts:
+    """The coordinator's side: its page buffer, the WARC ledger, and the parts the next checkpoint lists."""
+
+    def __init__(self, location: str, filesystem: Any, buffer: str | None, shared_marker: str | None) -> None:
+        self.location = location
+        self.filesystem = filesystem
+        self.storage = open_storage(location, filesystem)
+        self.buffer = buffer  # None: no WARC
+        self.shared_marker = shared_marker
+        self.pages = PagesBuffer()
+        self.ledger = WarcLedger()
+        self.parts: list[str] = []  # stored, and consistent with the crawl's state: the next checkpoint lists them
+
+    def resume(self, parts: list[str]) -> int:
+        """Continue the output of a checkpoint that lists ``parts``; parts it does not list are deleted."""
+        self.parts = list(parts)
+        return len(remove_uncommitted(self.storage, self.parts))
+
+    def absorb(self, result: FetchResult, kept: bool) -> None:
+        """A fetch result the coordinator has handled; ``kept``: it became output (its WARC records stay)."""
+        span = result.warc
+        if span is not None:
+            if kept:
+                self.ledger.keep([span])
+            else:
+                self.ledger.saw(span.node)
+
+    def over(self, bound: int) -> bool:
+        return self.ledger.largest > bound or self.pages.size > bound
+
+    def cut(self, epoch: int) -> list[str]:
+        """Store this interval's output as parts of ``epoch``; the parts the checkpoint of this cut lists."""
+        nodes = self.ledger.nodes() if self.buffer is not None else []
+        refs = [
+            store_warc_parts.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
+                self.location, self.filesystem, self.buffer, epoch, self.ledger.plan(node), self.shared_marker
+            )
+            for node in nodes
+        ]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CUT_TIMEOUT) if refs else ([], [])
+        problems: list[str] = []
+        lost: list[str] = []
+        for node, ref in zip(nodes, refs, strict=True):
+            if ref not in ready:
+                lost.append(f"node {node[:12]} did not answer in {CUT_TIMEOUT:.0f} s")
+                continue
+            try:
+                stored, problem = ray.get(ref)
+            except RayError as exc:  # the node (or its raylet) is gone, and its buffers with it
+                lost.append(f"node {node[:12]}: {type(exc).__name__}")
+                continue
+            self.parts.extend(stored)
+            if problem is None:
+                self.ledger.forget(node)
+            else:
+                problems.append(problem)
+        if lost:
+            raise OutputLost("; ".join(lost))
+        try:
+            page_part = self.pages.cut(self.storage, epoch)
+        except StorageError as exc:
+            problems.append(str(exc))
+        else:
+            if page_part is not None:
+                self.parts.append(page_part)
+        if problems:
+            raise OutputUnwritable(problems[0])
+        return list(dict.fromkeys(self.parts))
+
+    def committed(self, checkpoint_id: int) -> str | None:
+        """The checkpoint listing ``self.parts`` is current: say so to readers. A failure is returned (the output
+        is safe; only readers lag until the next cut)."""
+        try:
+            write_committed(self.storage, checkpoint_id, self.parts)
+        except StorageError as exc:
+            return str(exc)
+        return None
+
+    def roll_back(self, parts: list[str]) -> None:
+        """Back to a checkpoint that lists ``parts``: this interval's buffers are dropped, its parts deleted."""
+        stray = set(self.parts) - set(parts)
+        self.pages.discard()
+        self.ledger.clear()
+        self.parts = list(parts)
+        with contextlib.suppress(StorageError):
+            self.storage.delete(sorted(stray))
+
+    def close(self) -> None:
+        self.pages.close()
