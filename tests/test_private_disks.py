@@ -1,0 +1,183 @@
+"""Worker nodes that do not share the head's disk, as on a real cluster: each is ``ray start --address ...`` in a
+mount namespace of its own with a private tmpfs over /tmp (its temporary directory, Ray's session directory, and
+every test's output directory). The head offers no CPU, so every fetch runs on those nodes (as with
+cluster.yaml).
+
+- With ``--out s3://...`` (a real S3 API server on loopback) every page's record and WARC response ends up in
+  the store exactly once, though one node is killed mid-crawl with WARC buffered on its tmpfs; and nothing is
+  left in the surviving node's buffer.
+- With a local ``--out`` the crawl is refused at start, with the fix, before one request is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import LOOPBACK, assert_each_url_once, page_requests, wait_until, warc_page_responses
+from ray_cluster import RayHead, kill_tree
+
+from raycrawl.adapters.output import read_pages
+from raycrawl.adapters.storage import resolve
+from raycrawl.testing import TestWeb, WebSpec
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root: worker nodes run in mount namespaces of their own (unshare --mount)"
+    if shutil.which("unshare") is None:
+        return "needs unshare (util-linux)"
+    probe = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", "mount -t tmpfs none /mnt"],
+        capture_output=True,
+        check=False,
+    )
+    if probe.returncode != 0:
+        return f"this machine does not allow mount namespaces: {probe.stderr.decode().strip()}"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+
+
+class PrivateNode:
+    """``ray start --address ... --block`` with a private tmpfs over /tmp; stopped by its own pid and tree."""
+
+    def __init__(self, head: RayHead, address: str, workdir: Path) -> None:
+        # Each node has a loopback address of its own (127.0.1.x), as nodes of a real cluster have theirs, and
+        # reaches the head by a name its private /etc/hosts maps to 127.0.0.1. (`ray start` swaps "127.0.0.1" in
+        # --address and --node-ip-address for the machine's outward address, one tests must never touch; and
+        # conftest's RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which keeps drivers on loopback, would make it refuse to
+        # join a cluster at all.)
+        port = head.address.rsplit(":", 1)[1]
+        hosts = workdir / f"hosts-{address}"
+        hosts.write_text("127.0.0.1 localhost\n127.0.0.1 raycrawl-head\n")
+        script = (
+            f"mount --bind {hosts} /etc/hosts && mount -t tmpfs -o size=2g raycrawl-private /tmp && "
+            f"exec ray start --block --address=raycrawl-head:{port} --node-ip-address={address} --num-cpus=1 "
+            "--disable-usage-stats"
+        )
+        self.address = address
+        self._log = (workdir / f"node-{address}.log").open("wb")
+        self.proc = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+            env={**head.env, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def tmp(self) -> Path:
+        """This node's /tmp, seen from outside its namespace."""
+        return Path(f"/proc/{self.proc.pid}/root/tmp")
+
+    def kill(self) -> None:
+        """The node disappears: SIGKILL to ray start and everything it started."""
+        kill_tree(lambda pid, cmdline: pid == self.proc.pid)
+        self.proc.wait(timeout=30)
+        self._log.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # (ray start --block stops what it started)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=30)
+        self.kill()
+
+
+def _alive_nodes(head: RayHead) -> list[str]:
+    """The addresses of the cluster's live nodes, sorted (each must be a loopback one)."""
+    code = "import ray; ray.init(address='auto'); print(*sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))"  # noqa: E501
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**head.env, "RAY_ADDRESS": head.address},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return done.stdout.strip().splitlines()[-1].split() if done.returncode == 0 and done.stdout.strip() else []
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RayHead, list[PrivateNode]]]:
+    logs = tmp_path_factory.mktemp("nodes")
+    head = RayHead()
+    nodes: list[PrivateNode] = []
+    try:
+        head.start(cpus=0)  # as cluster.yaml's head: no CPU for tasks, every fetch on a worker node
+        nodes = [PrivateNode(head, f"127.0.1.{i + 2}", logs) for i in range(2)]
+        wait_until(lambda: _alive_nodes(head) == ["127.0.0.1", "127.0.1.2", "127.0.1.3"], 180, "two nodes to join")
+        yield head, nodes
+    finally:
+        for node in nodes:
+            node.stop()
+        head.stop()
+
+
+def _buffered(node: PrivateNode) -> bool:
+    """The node holds WARC records since the last cut: a buffer file with more than its warcinfo record."""
+    sizes = []
+    for f in (node.tmp() / "raycrawl-buffers").rglob("*.warc.gz"):
+        with contextlib.suppress(OSError):  # (a cut may delete it meanwhile)
+            sizes.append(f.stat().st_size)
+    return any(size > 4096 for size in sizes)
+
+
+def _crawl(head: RayHead, seeds: list[str], out: str, *extra: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "raycrawl.cli", "crawl", *seeds, "--out", out, "--ray-address", head.address]
+    command += ["--delay", "0.02", "--checkpoint-interval", "2", "--allow-network", LOOPBACK[0], "--quiet", *extra]
+    return subprocess.Popen(command, env=head.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_local_out_on_nodes_without_its_disk_is_refused_at_start(
+    cluster: tuple[RayHead, list[PrivateNode]], tmp_path: Path
+) -> None:
+    head, _ = cluster
+    with TestWeb(WebSpec(hosts=2, pages_per_host=5)) as web:
+        proc = _crawl(head, web.graph.seeds(), str(tmp_path / "out"))
+        _, err = proc.communicate(timeout=300)
+        requests = web.requests()
+    assert proc.returncode == 2, err
+    (line,) = err.strip().splitlines()
+    assert "cannot see it" in line and "s3://bucket/prefix" in line and "every node mounts" in line, line
+    assert requests == []  # refused before anything was fetched
+    assert not (tmp_path / "out" / "pages").exists()
+
+
+def test_output_in_object_storage_survives_a_node_that_disappears(
+    cluster: tuple[RayHead, list[PrivateNode]], s3_uri: str
+) -> None:
+    head, nodes = cluster
+    spec = WebSpec(hosts=12, pages_per_host=100, page_bytes=300)
+    with TestWeb(spec) as web:
+        proc = _crawl(head, web.graph.seeds(), s3_uri)
+        wait_until(lambda: len(page_requests(web.requests())) >= 300, 300, "300 pages before a node goes")
+        wait_until(lambda: any(_buffered(n) for n in nodes), 60, "a node with WARC buffered since the last cut")
+        victim = next(n for n in nodes if _buffered(n))
+        victim.kill()  # with its tmpfs: the WARC it buffered since the last cut is gone
+        survivor = next(n for n in nodes if n is not victim)
+        out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    reachable = set(web.graph.reachable([(h, 0) for h in range(spec.hosts)]))
+
+    records = read_pages(s3_uri)
+    assert_each_url_once(records)
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == reachable  # nothing lost
+    warc = warc_page_responses(s3_uri)
+    assert set(warc) == reachable and max(warc.values()) == 1  # every page's WARC response, once
+    # Nothing of the crawl stays on the surviving node: its buffers were stored and deleted at the last cut.
+    left: list[Any] = list((survivor.tmp() / "raycrawl-buffers").rglob("*.warc.gz"))
+    assert left == []
+    stats = json.loads(resolve(s3_uri).read("stats.json") or b"{}")
+    assert stats["events"]["rollbacks"] >= 1  # the lost buffer was redone from the last checkpoint
+    print(f"records: {len(records)}; WARC responses: {sum(warc.values())}; per node: {stats['fetch_nodes']}; "
+          f"rollbacks: {stats['events'].get('rollbacks', 0)}; {out.strip().splitlines()[-1][:120]}")  # fmt: skip
