@@ -163,3 +163,32 @@ def test_loopback_is_not_reached_without_an_opt_in(tmp_path: Path) -> None:
         requests = web.requests()
     assert requests == []  # the test web is the canary: not one connection
     assert not (tmp_path / "pages").exists()
+
+
+def test_a_buffer_past_the_part_size_is_stored_at_once(tmp_path: Path) -> None:
+    """No periodic checkpoints, 1 MiB parts, ~6 MiB of pages: the buffers are cut by size, so no WARC part (and no
+    node's buffer) grows much past the bound; the output is whole and exactly once."""
+    from conftest import warc_page_responses
+
+    spec = WebSpec(hosts=4, pages_per_host=40, page_bytes=40_000, random_padding=True)  # ~30 KB a page in WARC
+    with TestWeb(spec) as web:
+        cfg = local_config(
+            seeds=tuple(web.graph.seeds()),
+            out=str(tmp_path),
+            delay=0.01,
+            checkpoint_interval=0,
+            max_part_bytes=1 << 20,
+            max_tasks_in_flight=1,  # one worker, one buffer: ~4.8 MB of WARC through it
+        )
+        summary, records = run(cfg)
+    reachable = set(web.graph.reachable([(h, 0) for h in range(spec.hosts)]))
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == reachable
+    warc = warc_page_responses(tmp_path)
+    assert set(warc) == reachable and max(warc.values()) == 1
+    parts = sorted((tmp_path / "warc").glob("*.warc.gz"))
+    assert summary["checkpoints"]["taken"] >= 4, summary["checkpoints"]  # cuts by size, then the final one
+    # A cut starts when a buffer passes the bound; a buffer is one worker's, and what it writes while the crawl
+    # quiesces is bounded by the task it is running (a round, at most two, of fetch_batch_size pages).
+    sizes = [p.stat().st_size for p in parts]
+    print(f"{summary['checkpoints']['taken']} cuts; WARC parts of {sorted(sizes)} bytes")
+    assert max(sizes) < (1 << 20) + 2 * cfg.fetch_batch_size * 45_000

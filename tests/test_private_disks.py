@@ -61,9 +61,14 @@ class PrivateNode:
         port = head.address.rsplit(":", 1)[1]
         hosts = workdir / f"hosts-{address}"
         hosts.write_text("127.0.0.1 localhost\n127.0.0.1 raycrawl-head\n")
+        # The machine's /tmp stays reachable at /mnt inside the namespace only long enough to bring back what the
+        # node needs from it (this checkout and its virtualenv, when they live under /tmp, as in CI's clone).
+        keep = " && ".join(f"mkdir -p {p} && mount --bind /mnt/{p.relative_to('/tmp')} {p}" for p in _kept_under_tmp())
         script = (
-            f"mount --bind {hosts} /etc/hosts && mount -t tmpfs -o size=2g raycrawl-private /tmp && "
-            f"exec ray start --block --address=raycrawl-head:{port} --node-ip-address={address} --num-cpus=1 "
+            f"mount --bind {hosts} /etc/hosts && mount --bind /tmp /mnt && "
+            "mount -t tmpfs -o size=2g raycrawl-private /tmp && "
+            + (f"{keep} && " if keep else "")
+            + f"exec ray start --block --address=raycrawl-head:{port} --node-ip-address={address} --num-cpus=1 "
             "--disable-usage-stats"
         )
         self.address = address
@@ -91,6 +96,16 @@ class PrivateNode:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=30)
         self.kill()
+
+
+def _kept_under_tmp() -> list[Path]:
+    """The directories a node must still see though its /tmp is private: this checkout and the Python
+    environment, where they are under /tmp (outermost first, each once)."""
+    import raycrawl
+
+    wanted = {Path(sys.prefix).resolve(), Path(raycrawl.__file__).resolve().parents[1]}
+    under = sorted(p for p in wanted if p.is_relative_to("/tmp"))
+    return [p for p in under if not any(p != q and p.is_relative_to(q) for q in under)]
 
 
 def _alive_nodes(head: RayHead) -> list[str]:

@@ -9,6 +9,7 @@ canonicalisation must merge (tracking parameters, fragments) or drop (mailto:, j
 from __future__ import annotations
 
 import random
+import string
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ class WebSpec:
     links_per_page: int = 4
     cross_host_links: float = 0.3  # chance a page links to another host
     page_bytes: int = 1500  # padding per page, to make pages heavier
+    random_padding: bool = False  # padding of random letters (it hardly compresses) instead of "lorem ipsum"
     seed: int = 1
     first_ip: int = 2
     names: bool = False  # serve hosts as h{n}.site{n // 4}.test names (crawl them with --resolve)
@@ -95,7 +97,11 @@ class WebGraph:
         if private:
             parts.append(f'<a href="{private}">private</a>')
         parts.append('<a href="mailto:web@example.test">mail</a><a href="javascript:void(0)">js</a>')
-        parts.append("<p>" + ("lorem ipsum " * (s.page_bytes // 12)) + "</p></body></html>")
+        if s.random_padding:
+            padding = "".join(random.Random(host * 7919 + page).choices(string.ascii_letters, k=s.page_bytes))
+        else:
+            padding = "lorem ipsum " * (s.page_bytes // 12)
+        parts.append("<p>" + padding + "</p></body></html>")
         return "".join(parts).encode()
 
     def robots_txt(self, host: int) -> bytes:
