@@ -47,6 +47,7 @@ HELP = {
     "pause_after": "pause a host after this many 403/451 in a row",
     "per_host_concurrency": "requests in flight per host",
     "shards": "number of frontier shards",
+    "dedup_partitions": "number of seen-set partitions (dedup actors), each owning a share of the fingerprints",
     "dedup": "seen-set: exact (64-bit fingerprints, ~9.6 B/URL) or bloom (smaller, may drop a few URLs)",
     "bloom_capacity": "URLs the Bloom filter is sized for",
     "bloom_error_rate": "the Bloom filter's false-positive rate at capacity",
@@ -96,8 +97,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "fetching and bounds": ("timeout", "fetch_deadline", "max_body_bytes", "max_redirects", "max_path_depth",
                             "max_repeated_segments", "max_outlinks", "max_attempts", "max_queue_per_host",
                             "max_queue_total", "allow_private_networks", "allow_network", "resolve"),
-    "cluster": ("ray_address", "shards", "dedup", "bloom_capacity", "bloom_error_rate", "fetch_batch_size",
-                "max_tasks_in_flight", "fetch_task_cpus", "lease_horizon"),
+    "cluster": ("ray_address", "shards", "dedup_partitions", "dedup", "bloom_capacity", "bloom_error_rate",
+                "fetch_batch_size", "max_tasks_in_flight", "fetch_task_cpus", "lease_horizon"),
 }  # fmt: skip
 # What to give, where the type alone does not say it.
 METAVARS = {
@@ -110,7 +111,8 @@ SECONDS = {"time_limit", "delay", "min_delay", "max_delay", "max_crawl_delay", "
            "max_backoff", "robots_ttl", "checkpoint_interval", "timeout", "fetch_deadline",
            "lease_horizon"}  # fmt: skip
 
-NO_DEFAULT = {"shards": "one per CPU, at least 2", "crawl_id": "the --out directory's name",
+NO_DEFAULT = {"shards": "one per CPU, at least 2", "dedup_partitions": "one per 8 CPUs, at least 1",
+              "crawl_id": "the --out directory's name",
               "ray_address": "RAY_ADDRESS, else a local Ray", "redis_url": "none: OUT/checkpoints"}  # fmt: skip
 
 EPILOG = """examples:

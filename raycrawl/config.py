@@ -73,6 +73,7 @@ class CrawlConfig:
     per_host_concurrency: int = 1
     shards: int | None = None
     dedup: DedupKind = "exact"
+    dedup_partitions: int | None = None
     bloom_capacity: int = 10_000_000
     bloom_error_rate: float = 0.001
     user_agent: str = "raycrawl/0.1"
@@ -157,6 +158,7 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.pause_after >= 0, "pause_after", "a whole number >= 0 (0: never pause)")
     need(cfg.per_host_concurrency >= 1, "per_host_concurrency", "a whole number >= 1")
     need(cfg.shards is None or cfg.shards >= 1, "shards", "a whole number >= 1")
+    need(cfg.dedup_partitions is None or 1 <= cfg.dedup_partitions <= 1024, "dedup_partitions", "1 to 1024")
     need(cfg.bloom_capacity >= 1000, "bloom_capacity", "a whole number >= 1000")
     need(0 < cfg.bloom_error_rate < 0.5, "bloom_error_rate", "a fraction between 0 and 0.5")
     need(
@@ -408,7 +410,18 @@ def load_named_config(
 
 # Settings a running crawl cannot change: what was seen, queued or decided under them would no longer hold.
 FIXED_ON_RESUME = frozenset(
-    {"scope", "allow", "deny", "tracking_params", "dedup", "bloom_capacity", "bloom_error_rate", "shards", "user_agent"}
+    {
+        "scope",
+        "allow",
+        "deny",
+        "tracking_params",
+        "dedup",
+        "bloom_capacity",
+        "bloom_error_rate",
+        "shards",
+        "dedup_partitions",
+        "user_agent",
+    }
 )
 # Settings that say how to run this command, not what the crawl is: never taken from a checkpoint.
 PER_RUN = frozenset(

@@ -79,15 +79,18 @@ def kill_once_when(web: TestWeb, title: str, pages: int) -> threading.Thread:
 
 
 def test_killing_the_dedup_actor_loses_nothing(tmp_path: Path) -> None:
+    """One of three seen-set partitions is killed: it alone is rebuilt, exactly."""
     spec = WebSpec(hosts=20, pages_per_host=250, page_bytes=200)
     with TestWeb(spec) as web:
-        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.02, checkpoint_interval=2.0)
+        cfg = local_config(
+            seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.02, checkpoint_interval=2.0, dedup_partitions=3
+        )
         thread = kill_once_when(web, "ray::DedupActor", 2500)
         summary, records = run(cfg)
         thread.join()
         requests = page_requests(web.requests())
     reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
-    assert summary["events"]["dedup_recoveries"] == 1
+    assert summary["events"]["dedup_recoveries"] == 1 and summary["dedup"]["partitions"] == 3
     assert_each_url_once(records)
     assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)  # 0 lost
     seen = Counter((r["ip"], r["path"].split("?")[0]) for r in requests)

@@ -1,7 +1,7 @@
 """Taking and loading a checkpoint: one consistent cut of the shards, the seen-set and the coordinator.
 
 The coordinator calls ``take`` only when it has quiesced (no fetch task in flight, every result acked and
-recorded), so the cut has no URL that is seen but not queued: every URL the dedup actor has seen is queued
+recorded), so the cut has no URL that is seen but not queued: every URL the seen-set has seen is queued
 or leased in a shard (leased ones are saved as queued) or waiting in the coordinator's pending pushes, which
 are saved too (DESIGN invariants 3 and 6).
 """
@@ -16,6 +16,7 @@ from typing import Any
 
 import ray
 
+from raycrawl.actors.seen_partitions import SeenPartitions
 from raycrawl.adapters.snapshots import SnapshotStore
 
 FORMAT = 1
@@ -26,17 +27,18 @@ class Loaded:
     checkpoint_id: int
     state: dict[str, Any]  # the coordinator's part
     shards: list[bytes]
-    dedup: bytes
+    dedup: list[bytes]  # one part per seen-set partition
 
 
 def take(
-    store: SnapshotStore, checkpoint_id: int, shards: list[Any], dedup: Any, state: dict[str, Any]
+    store: SnapshotStore, checkpoint_id: int, shards: list[Any], seen: SeenPartitions, state: dict[str, Any]
 ) -> dict[str, float]:
     """Snapshot every actor (one batched ray.get), then commit all parts at once. Returns timing and size."""
     started = time.monotonic()
-    blobs: list[bytes] = ray.get([s.snapshot.remote() for s in shards] + [dedup.snapshot.remote()])
-    parts = {f"shard-{i}": blob for i, blob in enumerate(blobs[:-1])}
-    parts["dedup"] = blobs[-1]
+    blobs: list[bytes] = ray.get([s.snapshot.remote() for s in shards] + seen.snapshot_refs())
+    parts = {f"shard-{i}": blob for i, blob in enumerate(blobs[: len(shards)])}
+    parts.update({f"dedup-{i}": blob for i, blob in enumerate(blobs[len(shards) :])})
+    state = {**state, "dedup_partitions": seen.count}
     parts["coordinator"] = zlib.compress(json.dumps({"format": FORMAT, **state}).encode(), 3)
     written = store.commit(checkpoint_id, parts)
     return {"seconds": round(time.monotonic() - started, 4), "bytes": written}
@@ -49,7 +51,9 @@ def load(store: SnapshotStore) -> Loaded | None:
     checkpoint_id, parts = latest
     state = json.loads(zlib.decompress(parts["coordinator"]))
     shards = [parts[f"shard-{i}"] for i in range(state["num_shards"])]
-    return Loaded(checkpoint_id, state, shards, parts["dedup"])
+    # (a checkpoint from before the seen-set was partitioned has one part, "dedup")
+    dedup = [parts[f"dedup-{i}"] for i in range(state["dedup_partitions"])] if "dedup_partitions" in state else None
+    return Loaded(checkpoint_id, state, shards, dedup if dedup is not None else [parts["dedup"]])
 
 
 def saved_state(store: SnapshotStore) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""The coordinator: the crawl loop, and the only writer to the dedup actor and the shards.
+"""The coordinator: the crawl loop, and the only writer to the seen-set's partitions and the shards.
 
 One round:
   1. every shard gets one ``exchange`` call (in parallel, one ``ray.get``): acks of finished fetches, new URLs
@@ -51,6 +51,9 @@ MAX_IDLE_WAIT = 0.25  # wake at least this often to check limits and stop reques
 MAX_DRAIN = 64  # stream items taken per wait, at most
 WARM_UP_TIMEOUT = 20.0
 SHARD_REFRESH = 1.0  # call every shard at least this often (counts, lease expiry)
+# Seen-set partitions by default: one per this many CPUs of the cluster (a partition checks ~a million URLs a second,
+# and a cluster of that many CPUs finds far fewer: more partitions only cost round trips).
+CPUS_PER_PARTITION = 8
 MAX_GATHER = 0.05  # collect results for up to this long between rounds (less when the delay is short)
 
 
@@ -68,19 +71,21 @@ class Coordinator(Recovery, Reporting):
             shared_marker=self._mark_shared(out_dir, cfg.filesystem, run),
         )
         self.store = open_store(cfg.redis_url, crawl_id, self.output.storage)
-        # On --resume the checkpoint decides the shard count: hosts are routed by crc32(host) % shards.
+        # On --resume the checkpoint decides the shard and partition counts: hosts are routed by crc32(host) %
+        # shards, fingerprints by fp % partitions.
         self._resumed = checkpoints.load(self.store) if cfg.resume else None
+        cpus = int(ray.cluster_resources().get("CPU", 2))
         if self._resumed is not None:
             self.output.resume(self._resumed.state.get("parts", []))
             self.num_shards = int(self._resumed.state["num_shards"])
+            partitions = len(self._resumed.dedup)
         else:
-            self.num_shards = cfg.shards or max(2, int(ray.cluster_resources().get("CPU", 2)))
+            self.num_shards = cfg.shards or max(2, cpus)
+            partitions = cfg.dedup_partitions or max(1, cpus // CPUS_PER_PARTITION)
         self._shard_class: Any = cast(Any, FrontierShardActor)  # .remote() is added by @ray.remote
         self._dedup_class: Any = cast(Any, DedupActor)
         self.shards = self._new_shards()
-        self.dedup = self._new_dedup()
-        # Fingerprints the seen-set took as new since the last checkpoint: enough to rebuild it exactly.
-        self._dedup_log: list[bytes] = []
+        self.dedup = self._new_dedup(partitions)
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer)
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self.traps = TrapRules(max_path_depth=cfg.max_path_depth, max_repeated_segments=cfg.max_repeated_segments)

@@ -7,6 +7,7 @@ from typing import Any
 
 from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.output_cut import OutputParts
+from raycrawl.actors.seen_partitions import SeenPartitions
 from raycrawl.adapters.snapshots import SnapshotStore
 from raycrawl.config import CrawlConfig
 from raycrawl.core.records import Lease
@@ -19,7 +20,7 @@ class CoordinatorState:
     store: SnapshotStore
     num_shards: int
     shards: list[Any]
-    dedup: Any
+    dedup: SeenPartitions
     output: OutputParts
     stats: CrawlStats
     metrics: CrawlMetrics

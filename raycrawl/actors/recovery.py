@@ -1,7 +1,7 @@
 """How the coordinator survives: checkpoints, resume, and the death of the actors it relies on.
 
-- The dedup actor dies: rebuilt exactly (last checkpoint + the fingerprints taken as new since, which the
-  coordinator logs as the seen-set's only writer); the failed call is asked again. Nothing is redone.
+- A seen-set partition (dedup actor) dies: rebuilt exactly (last checkpoint + the fingerprints taken as new
+  since, which the coordinator logs as its only writer); the failed call is asked again. Nothing is redone.
 - A frontier shard dies: its queues and host clocks cannot be rebuilt from elsewhere, so the whole crawl
   rolls back to the last checkpoint (or starts over): at most one checkpoint interval is redone.
 - A fetch task dies: handled by the coordinator's loop (Ray reports it; its leases go back to their shards).
@@ -19,8 +19,8 @@ from ray.exceptions import RayActorError, RayError
 
 from raycrawl.actors import checkpoints
 from raycrawl.actors.coordinator_state import CoordinatorState
-from raycrawl.actors.dedup import pack_fingerprints
 from raycrawl.actors.output_cut import OutputLost, OutputUnwritable
+from raycrawl.actors.seen_partitions import SeenPartitions
 from raycrawl.actors.settings import frontier_settings
 from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.config import saved_settings
@@ -41,7 +41,6 @@ class Recovery(CoordinatorState):
     scope: ScopePolicy
     _shard_class: Any
     _dedup_class: Any
-    _dedup_log: list[bytes]
     _resumed: checkpoints.Loaded | None
     _checkpoint_due: bool
     _last_checkpoint: float
@@ -66,31 +65,21 @@ class Recovery(CoordinatorState):
         settings = frontier_settings(self.cfg)
         return [spread.remote(i, settings) for i in range(self.num_shards)]
 
-    def _new_dedup(self) -> Any:
-        return self._dedup_class.remote(self.cfg.dedup, self.cfg.bloom_capacity, self.cfg.bloom_error_rate)
+    def _new_dedup(self, partitions: int) -> SeenPartitions:
+        cfg = self.cfg
+        return SeenPartitions(self._dedup_class, cfg.dedup, cfg.bloom_capacity, cfg.bloom_error_rate, partitions)
+
+    def _checkpoint_seen(self) -> list[bytes] | None:
+        """The committed checkpoint's seen-set parts, for a partition that is rebuilt (None: no checkpoint yet)."""
+        loaded = checkpoints.load(self.store) if self._checkpoints or self._resumed else None
+        return loaded.dedup if loaded is not None else None
 
     def _add_new(self, fps: list[int]) -> bytes:
-        """Which fingerprints are new (and now seen). If the dedup actor died, rebuild it and ask again."""
-        packed = pack_fingerprints(fps)
-        try:
-            mask: bytes = ray.get(self.dedup.add_new.remote(packed))
-        except RayActorError:
-            self._recover_dedup()
-            mask = ray.get(self.dedup.add_new.remote(packed))
-        new = pack_fingerprints([fp for fp, is_new in zip(fps, mask, strict=True) if is_new])
-        if new:
-            self._dedup_log.append(new)
+        """Which fingerprints are new (and now seen). A partition that died is rebuilt exactly and asked again."""
+        before = self.dedup.recoveries
+        mask = self.dedup.add_new(fps, self._checkpoint_seen)
+        self.stats.events["dedup_recoveries"] += self.dedup.recoveries - before
         return mask
-
-    def _recover_dedup(self) -> None:
-        """A new dedup actor: the last checkpoint's seen-set, then every fingerprint taken as new since it
-        (the coordinator is the only writer, so this is exactly the state that was lost)."""
-        self.stats.events["dedup_recoveries"] += 1
-        self.dedup = self._new_dedup()
-        loaded = checkpoints.load(self.store) if self._checkpoints or self._resumed else None
-        calls = [self.dedup.restore.remote(loaded.dedup)] if loaded is not None else []
-        calls += [self.dedup.add_new.remote(b"".join(self._dedup_log))] if self._dedup_log else []
-        ray.get(calls)
 
     # --- checkpoints ---------------------------------------------------------------------------------
 
@@ -134,14 +123,16 @@ class Recovery(CoordinatorState):
             try:
                 taken = checkpoints.take(self.store, epoch, self.shards, self.dedup, state)
             except RayActorError:
-                self._recover_dedup()  # (a shard's death is handled by the round that meets it)
+                before = self.dedup.recoveries  # (a shard's death is handled by the round that meets it)
+                self.dedup.recover_all(self._checkpoint_seen)
+                self.stats.events["dedup_recoveries"] += self.dedup.recoveries - before
                 taken = checkpoints.take(self.store, epoch, self.shards, self.dedup, state)
         except (StoreUnavailable, OSError) as exc:
             self.stats.events["checkpoint_failures"] += 1
             self._checkpoint_error = f"checkpoint {epoch} failed, will retry: {exc}"
             return
         self._checkpoint_error = self.output.committed(epoch)
-        self._dedup_log = []  # the checkpoint holds all of it now
+        self.dedup.checkpointed()  # the checkpoint holds all of the seen-set now
         self._checkpoints.append({"id": epoch, **taken})
         self.metrics.record_checkpoint(float(taken["seconds"]))
 
@@ -173,11 +164,12 @@ class Recovery(CoordinatorState):
         self.stats.events["rollbacks"] = rollbacks
 
     def _recreate_and_restore(self, rollbacks: int) -> None:
-        for actor in [*self.shards, self.dedup]:
+        for actor in self.shards:
             ray.kill(actor)
+        self.dedup.kill()
         self.shards = self._new_shards()
-        self.dedup = self._new_dedup()
-        self._in_flight, self._staged, self._dedup_log = {}, [], []
+        self.dedup = self._new_dedup(self.dedup.count)
+        self._in_flight, self._staged = {}, []
         self._acks = [[] for _ in self.shards]
         self._acked = [[] for _ in self.shards]
         self._pushes = [[] for _ in self.shards]
@@ -197,7 +189,7 @@ class Recovery(CoordinatorState):
     def _restore(self, loaded: checkpoints.Loaded) -> None:
         ray.get(
             [shard.restore.remote(blob) for shard, blob in zip(self.shards, loaded.shards, strict=True)]
-            + [self.dedup.restore.remote(loaded.dedup)]
+            + self.dedup.restore_refs(loaded.dedup)
         )
         state = loaded.state
         self.stats = CrawlStats.from_dict(state["stats"], time.time())

@@ -92,11 +92,11 @@ class Reporting(CoordinatorState):
         answers = ray.get(
             [s.counters.remote() for s in self.shards]
             + [s.hosts.remote() for s in self.shards]
-            + [self.dedup.stats.remote()]
+            + self.dedup.stats_refs()
         )
         shard_counters: list[dict[str, int]] = answers[:n]
         hosts = [row for table in answers[n : 2 * n] for row in table]
-        dedup_stats = answers[-1]
+        dedup_stats = self.dedup.merged_stats(answers[2 * n :])
         paused = [{"host": h["host"], "reason": h["paused"], "fetched": h["fetched"]} for h in hosts if h["paused"]]
         busiest = sorted(hosts, key=lambda h: (h["requests"], h["queued"]), reverse=True)[:TOP_HOSTS]
         frontier: dict[str, int] = {}
