@@ -7,10 +7,11 @@ crawl.status(); crawl.hosts(); summary = crawl.wait()
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -241,13 +242,38 @@ def resume_config(cfg: CrawlConfig, named: Collection[str] | None = None) -> Cra
     return resumed_config(cfg, saved, named)
 
 
+SINGLE_MACHINE_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def loopback_only() -> Iterator[None]:
+    """While our own Ray starts: Ray 2.60 swaps the 127.0.0.1 it is given for the machine's outward address, and
+    its servers then listen on every interface. Its switch for single-machine Ray (``RAY_ENABLE_WINDOWS_OR_OSX_
+    CLUSTER=0``) keeps 127.0.0.1: set for this process (Ray read it at import) and for the processes ``ray.init``
+    starts (they inherit it), then put back, so that a later connection to a real cluster is not affected."""
+    from ray._private import ray_constants
+
+    saved_env, saved_flag = os.environ.get(SINGLE_MACHINE_SWITCH), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[SINGLE_MACHINE_SWITCH] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(SINGLE_MACHINE_SWITCH, None)
+        else:
+            os.environ[SINGLE_MACHINE_SWITCH] = saved_env
+
+
 def ensure_ray(address: str | None) -> None:
     import ray
 
     if ray.is_initialized():
         return
     options: dict[str, Any] = {}
-    if address is None and not os.environ.get("RAY_ADDRESS"):
+    own = address is None and not os.environ.get("RAY_ADDRESS")
+    if own:
         # A Ray of our own: keep it on loopback (anyone who reaches Ray's ports can run code).
         options["_node_ip_address"] = "127.0.0.1"
         options["_system_config"] = dict(RAY_SYSTEM_CONFIG)
@@ -257,13 +283,14 @@ def ensure_ray(address: str | None) -> None:
     level = auth_log.level
     auth_log.setLevel(logging.ERROR)
     try:
-        ray.init(
-            address=address,
-            include_dashboard=False,
-            logging_level="WARNING",
-            log_to_driver=False,  # worker chatter would garble the progress line; errors come back as values
-            **options,
-        )
+        with loopback_only() if own else contextlib.nullcontext():
+            ray.init(
+                address=address,
+                include_dashboard=False,
+                logging_level="WARNING",
+                log_to_driver=False,  # worker chatter would garble the progress line; errors come back as values
+                **options,
+            )
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = address or "a local Ray instance"
         raise ServiceError(f"cannot start or reach Ray at {where}: {exc}") from None
