@@ -49,7 +49,7 @@ def read_results(out: str, filesystem: Any = None) -> Any:
 
     quiet_ray_data()
     storage = open_storage(out, filesystem)
-    paths = [storage.path(name) for name in committed_parts(storage) if name.startswith(PAGES_DIR + "/")]
+    paths = [storage.path(name) for name in committed_parts(storage, PAGES_DIR)]
     if not paths:
         return ray.data.from_arrow(RESULT_SCHEMA.empty_table())
     return ray.data.read_text(paths, filesystem=storage.fs).map_batches(records_table, batch_format="pyarrow")

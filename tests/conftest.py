@@ -146,7 +146,7 @@ def committed_pages(out: Any) -> bytes:
     from raycrawl.adapters.storage import resolve
 
     storage = resolve(str(out))
-    return b"".join(storage.read(n) or b"" for n in committed_parts(storage) if n.startswith(PAGES_DIR + "/"))
+    return b"".join(storage.read(name) or b"" for name in committed_parts(storage, PAGES_DIR))
 
 
 def committed_warc(out: Any) -> list[bytes]:
@@ -155,7 +155,7 @@ def committed_warc(out: Any) -> list[bytes]:
     from raycrawl.adapters.storage import resolve
 
     storage = resolve(str(out))
-    return [storage.read(name) or b"" for name in committed_parts(storage) if name.startswith(WARC_DIR + "/")]
+    return [storage.read(name) or b"" for name in committed_parts(storage, WARC_DIR)]
 
 
 def warc_page_responses(out: Any) -> Counter[str]:

@@ -51,9 +51,9 @@ def load(store: SnapshotStore) -> Loaded | None:
     checkpoint_id, parts = latest
     state = json.loads(zlib.decompress(parts["coordinator"]))
     shards = [parts[f"shard-{i}"] for i in range(state["num_shards"])]
-    # (a checkpoint from before the seen-set was partitioned has one part, "dedup")
-    dedup = [parts[f"dedup-{i}"] for i in range(state["dedup_partitions"])] if "dedup_partitions" in state else None
-    return Loaded(checkpoint_id, state, shards, dedup if dedup is not None else [parts["dedup"]])
+    partitions = state.get("dedup_partitions")  # (a checkpoint from before partitions has one part, "dedup")
+    dedup = [parts[f"dedup-{i}"] for i in range(partitions)] if partitions else [parts["dedup"]]
+    return Loaded(checkpoint_id, state, shards, dedup)
 
 
 def saved_state(store: SnapshotStore) -> dict[str, Any] | None:

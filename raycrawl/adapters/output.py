@@ -97,13 +97,14 @@ def write_committed(storage: Storage, checkpoint_id: int, parts: Iterable[str]) 
     storage.put(COMMITTED_FILE, (json.dumps(body, indent=1) + "\n").encode())
 
 
-def committed_parts(storage: Storage) -> list[str]:
-    """The parts of the output as of the last committed checkpoint ([] before the first)."""
+def committed_parts(storage: Storage, directory: str | None = None) -> list[str]:
+    """The parts of the output as of the last committed checkpoint ([] before the first); only those in
+    ``directory`` (PAGES_DIR, WARC_DIR) when it is given."""
     raw = storage.read(COMMITTED_FILE)
     if raw is None:
         return []
     parts: list[str] = json.loads(raw)["parts"]
-    return parts
+    return parts if directory is None else [name for name in parts if name.startswith(directory + "/")]
 
 
 def remove_uncommitted(storage: Storage, keep: Iterable[str]) -> list[str]:
@@ -129,10 +130,9 @@ def read_pages(location: str, filesystem: Any = None) -> list[dict[str, Any]]:
     """Every committed record of the crawl at ``location`` (a directory or a URI), as dicts."""
     storage = open_storage(location, filesystem)
     records: list[dict[str, Any]] = []
-    for name in committed_parts(storage):
-        if name.startswith(PAGES_DIR + "/"):
-            data = storage.read(name)
-            if data is None:
-                raise StorageError(f"{storage.show(name)} is listed in {COMMITTED_FILE} but missing")
-            records.extend(json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip())
+    for name in committed_parts(storage, PAGES_DIR):
+        data = storage.read(name)
+        if data is None:
+            raise StorageError(f"{storage.show(name)} is listed in {COMMITTED_FILE} but missing")
+        records.extend(json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip())
     return records

@@ -18,7 +18,7 @@ import functools
 import os
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,16 +75,10 @@ class Storage:
 
     def read(self, name: str) -> bytes | None:
         """A file's bytes, or None when there is no such file."""
-        try:
-            with self.fs.open_input_stream(self.path(name)) as f:
-                data: bytes = f.read()
-                return data
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            if _not_found(exc):
-                return None
-            raise self._error("read", name, exc) from None
+        with self._missing_ok("read", name), self.fs.open_input_stream(self.path(name)) as f:
+            data: bytes = f.read()
+            return data
+        return None
 
     def list(self, directory: str) -> list[str]:
         """Names of the files directly in ``directory`` (relative to the root), sorted; [] when it is missing."""
@@ -157,22 +151,22 @@ class Storage:
     def delete(self, names: Iterable[str]) -> None:
         """Remove files (missing ones are fine)."""
         for name in names:
-            try:
+            with self._missing_ok("delete", name):
                 self.fs.delete_file(self.path(name))
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                if not _not_found(exc):
-                    raise self._error("delete", name, exc) from None
 
     def delete_dir(self, directory: str) -> None:
-        try:
+        with self._missing_ok("delete", directory):
             self.fs.delete_dir(self.path(directory))
-        except FileNotFoundError:
-            pass
+
+    @contextlib.contextmanager
+    def _missing_ok(self, verb: str, name: str) -> Iterator[None]:
+        """A file that is not there ends the block quietly (each filesystem says so its own way); any other
+        failure is a StorageError naming the file."""
+        try:
+            yield
         except OSError as exc:
             if not _not_found(exc):
-                raise self._error("delete", directory, exc) from None
+                raise self._error(verb, name, exc) from None
 
     def _error(self, verb: str, name: str, exc: OSError) -> StorageError:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -181,7 +175,12 @@ class Storage:
 
 def _not_found(exc: OSError) -> bool:
     text = str(exc)
-    return "NoSuchKey" in text or "not found" in text.lower() or "No such file" in text
+    return (
+        isinstance(exc, FileNotFoundError)
+        or "NoSuchKey" in text
+        or "not found" in text.lower()
+        or "No such file" in text
+    )
 
 
 def _redact_text(text: str, where: str) -> str:
