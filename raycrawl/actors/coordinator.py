@@ -13,7 +13,6 @@ The crawl ends exactly when nothing is queued, leased, staged, in flight or wait
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 import uuid
@@ -33,7 +32,6 @@ from raycrawl.actors.recovery import Recovery
 from raycrawl.actors.reporting import Reporting
 from raycrawl.actors.settings import crawl_id_of, fetch_settings
 from raycrawl.adapters.snapshots import open_store
-from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.config import CrawlConfig
 from raycrawl.core.batching import split_quota, take_batches
 from raycrawl.core.frontier import HOST_BUDGET, ShardReply
@@ -64,12 +62,7 @@ class Coordinator(Recovery, Reporting):
         self.seeds = list(seeds)
         crawl_id = crawl_id_of(cfg, out_dir)
         run = uuid.uuid4().hex[:8]
-        self.output = OutputParts(
-            out_dir,
-            cfg.filesystem,
-            buffer=f"{crawl_id}-{run}" if cfg.warc else None,
-            shared_marker=self._mark_shared(out_dir, cfg.filesystem, run),
-        )
+        self.output = OutputParts(out_dir, cfg.filesystem, f"{crawl_id}-{run}" if cfg.warc else None, run)
         self.store = open_store(cfg.redis_url, crawl_id, self.output.storage)
         # On --resume the checkpoint decides the shard and partition counts: hosts are routed by crc32(host) %
         # shards, fingerprints by fp % partitions.
@@ -89,7 +82,7 @@ class Coordinator(Recovery, Reporting):
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer)
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self.traps = TrapRules(max_path_depth=cfg.max_path_depth, max_repeated_segments=cfg.max_repeated_segments)
-        self.metrics = CrawlMetrics(crawl_id_of(cfg, out_dir))
+        self.metrics = CrawlMetrics(crawl_id)
         self.stats = CrawlStats(started_at=time.time())
         self._stop_reason: str | None = None  # a budget ran out (leftovers = "record"): queued ends out_of_budget
         self._user_stop: str | None = None  # the operator stopped, or a budget: checkpoint, leave the rest queued
@@ -122,17 +115,6 @@ class Coordinator(Recovery, Reporting):
         self._replies: list[ShardReply | None] = [None] * self.num_shards
         self._last_call: list[float] = [0.0] * self.num_shards
         self._last_stats = 0.0
-
-    @staticmethod
-    def _mark_shared(out_dir: str, filesystem: Any, run: str) -> str | None:
-        """A local output directory gets a file only this run writes: a node that cannot see it does not share
-        this node's disk, and refuses to store its WARC parts there (actors/output_cut.py)."""
-        storage = open_storage(out_dir, filesystem)
-        if not storage.local:
-            return None
-        marker = f".raycrawl-run-{run}"
-        storage.put(marker, run.encode())
-        return marker
 
     # --- control (called from other threads of the actor) --------------------------------------------
 
@@ -205,9 +187,6 @@ class Coordinator(Recovery, Reporting):
                     break
         finally:
             self.output.close()
-            if self.output.shared_marker is not None:
-                with contextlib.suppress(StorageError):
-                    self.output.storage.delete([self.output.shared_marker])
         self._finished = self._user_stop is None
         summary = self._summary()
         self._write_stats(summary)

@@ -51,7 +51,7 @@ def store_warc_parts(
     """On one node: copy the kept spans of its buffer files into ``warc/``, then delete its buffers of ``epoch``
     and before. Returns the parts stored, and why not all could be (then nothing is deleted)."""
     storage = open_storage(location, filesystem)
-    if shared_marker is not None and storage.local and not storage.exists(shared_marker):
+    if shared_marker is not None and not storage.exists(shared_marker):
         node = ray.get_runtime_context().get_node_id()[:12]
         return [], (
             f"out: {storage.root} is not on a filesystem node {node} shares with the driver; "
@@ -76,12 +76,17 @@ def store_warc_parts(
 class OutputParts:
     """The coordinator's side: its page buffer, the WARC ledger, and the parts the next checkpoint lists."""
 
-    def __init__(self, location: str, filesystem: Any, buffer: str | None, shared_marker: str | None) -> None:
+    def __init__(self, location: str, filesystem: Any, buffer: str | None, run: str) -> None:
         self.location = location
         self.filesystem = filesystem
         self.storage = open_storage(location, filesystem)
         self.buffer = buffer  # None: no WARC
-        self.shared_marker = shared_marker
+        # A local output directory gets a file only this run writes: a node that cannot see it does not share
+        # this node's disk, and refuses to store its WARC parts there (store_warc_parts).
+        self.shared_marker: str | None = None
+        if self.storage.local:
+            self.shared_marker = f".raycrawl-run-{run}"
+            self.storage.put(self.shared_marker, run.encode())
         self.pages = PagesBuffer()
         self.ledger = WarcLedger()
         self.parts: list[str] = []  # stored, and consistent with the crawl's state: the next checkpoint lists them
@@ -162,3 +167,6 @@ class OutputParts:
 
     def close(self) -> None:
         self.pages.close()
+        if self.shared_marker is not None:
+            with contextlib.suppress(StorageError):
+                self.storage.delete([self.shared_marker])

@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import ray
@@ -76,10 +78,16 @@ class Recovery(CoordinatorState):
 
     def _add_new(self, fps: list[int]) -> bytes:
         """Which fingerprints are new (and now seen). A partition that died is rebuilt exactly and asked again."""
+        with self._counting_dedup_recoveries():
+            return self.dedup.add_new(fps, self._checkpoint_seen)
+
+    @contextlib.contextmanager
+    def _counting_dedup_recoveries(self) -> Iterator[None]:
         before = self.dedup.recoveries
-        mask = self.dedup.add_new(fps, self._checkpoint_seen)
-        self.stats.events["dedup_recoveries"] += self.dedup.recoveries - before
-        return mask
+        try:
+            yield
+        finally:
+            self.stats.events["dedup_recoveries"] += self.dedup.recoveries - before
 
     # --- checkpoints ---------------------------------------------------------------------------------
 
@@ -123,9 +131,8 @@ class Recovery(CoordinatorState):
             try:
                 taken = checkpoints.take(self.store, epoch, self.shards, self.dedup, state)
             except RayActorError:
-                before = self.dedup.recoveries  # (a shard's death is handled by the round that meets it)
-                self.dedup.recover_all(self._checkpoint_seen)
-                self.stats.events["dedup_recoveries"] += self.dedup.recoveries - before
+                with self._counting_dedup_recoveries():  # (a shard's death is handled by the round that meets it)
+                    self.dedup.recover_all(self._checkpoint_seen)
                 taken = checkpoints.take(self.store, epoch, self.shards, self.dedup, state)
         except (StoreUnavailable, OSError) as exc:
             self.stats.events["checkpoint_failures"] += 1
