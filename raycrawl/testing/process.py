@@ -19,6 +19,17 @@ from typing import Any
 from raycrawl.testing.graph import WebGraph, WebSpec
 
 
+def stop_process(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM a server process we started, SIGKILL it if it is still there after 10 s; reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -62,13 +73,8 @@ class TestWeb:
         return self
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        if self._proc is not None:
+            stop_process(self._proc)
         self._proc = None
 
     def __enter__(self) -> TestWeb:

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from raycrawl.testing.process import free_port
+from raycrawl.testing.process import free_port, stop_process
 
 REGION = "us-east-1"
 # Credentials as a user gives them (the standard environment variables); moto accepts any. Without them the AWS
@@ -64,11 +64,5 @@ class S3Server:
         fs.create_dir(bucket)
 
     def stop(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        stop_process(self._proc)
         self._log.close()
