@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.cpu_use import CpuSampler
 from benchmarks.local_ray import start_local_ray
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
@@ -72,7 +73,7 @@ def run_scrapy(seeds: list[str], sc: Scenario) -> float:
     return time.time() - started
 
 
-def run_raycrawl(seeds: list[str], sc: Scenario) -> float:
+def run_raycrawl(seeds: list[str], sc: Scenario, web_pid: int | None) -> tuple[float, str]:
     import ray
 
     from raycrawl.api import Crawl
@@ -87,8 +88,9 @@ def run_raycrawl(seeds: list[str], sc: Scenario) -> float:
                 user_agent=RAYCRAWL_UA, allow_network=("127.0.0.0/8",), quiet=True,
             )  # fmt: skip
             started = time.time()
-            Crawl(cfg).start().wait()
-            return time.time() - started
+            with CpuSampler(exclude={web_pid} if web_pid else set()) as cpu:
+                summary = Crawl(cfg).start().wait()
+            return time.time() - started, cpu.report(int(summary["outcomes"].get("fetched", 0)))
     finally:
         ray.shutdown()
 
@@ -101,7 +103,7 @@ def main() -> None:
     with TestWeb(sc.spec) as web:
         seeds = web.graph.seeds()
         scrapy_wall = run_scrapy(seeds, sc)
-        raycrawl_wall = run_raycrawl(seeds, sc)
+        raycrawl_wall, cpu_report = run_raycrawl(seeds, sc, web.pid)
         requests = web.requests()
     from benchmarks.scrapy_spider import USER_AGENT
 
@@ -114,6 +116,7 @@ def main() -> None:
         print(f"{key:24}{peer[key]:12.3f}{ours[key]:12.3f}" if isinstance(peer[key], float)
               else f"{key:24}{peer[key]:12}{ours[key]:12}")  # fmt: skip
     print(f"ratio raycrawl/Scrapy pages/s: {ours['pages/s'] / peer['pages/s']:.2f}")
+    print(f"raycrawl's {cpu_report}")
 
 
 if __name__ == "__main__":

@@ -143,3 +143,23 @@ def test_a_slow_server_is_cut_by_the_read_timeout_or_the_deadline(web: TestWeb) 
     assert by_timeout.status is None and by_timeout.transient and by_timeout.error is not None
     assert "Deadline" not in by_timeout.error and "Timeout" in by_timeout.error
     assert by_deadline.status is None and by_deadline.transient and by_deadline.error == "Deadline: not done in 0.3 s"
+
+
+def test_the_synthetic_web_answers_in_process_as_the_served_one(web: TestWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """benchmarks/machinery.py's web: same pages and links as the served test web, and not one request sent."""
+    from raycrawl.testing.synthetic import SyntheticWeb
+
+    synthetic = SyntheticWeb(web.spec, web.port)
+    assert SyntheticWeb.from_env(synthetic.env()) is not None and SyntheticWeb.from_env({}) is None
+    urls = [web.graph.url(0, 0), web.graph.url(0, 3), web.graph.url(0, 10**6), web.graph.url(0, 0) + "robots.txt"]
+    served = fetch(FetchSettings(allow_networks=("127.0.0.0/8",)), urls)
+    before = len(web.requests())
+    monkeypatch.setenv(*next(iter(synthetic.env().items())))
+    answered = fetch(FetchSettings(), urls)  # (no network allowed at all: nothing could be sent)
+    assert len(web.requests()) == before
+
+    def seen(results: list[FetchResult]) -> list[tuple[int | None, list[str], str | None]]:
+        return [(r.status, r.outlinks, r.sha256 if r.status == 200 else None) for r in results]
+
+    assert seen(answered) == seen(served)
+    assert [r.status for r in answered] == [200, 200, 404, 200]

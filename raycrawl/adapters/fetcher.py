@@ -146,6 +146,10 @@ class Fetcher:
         self._thread = threading.Thread(target=self._loop.run_forever, name="raycrawl-fetch-loop", daemon=True)
         self._thread.start()
         self._warc: WarcSink | None = None
+        from raycrawl.testing.synthetic import SyntheticWeb  # (benchmarks only: see there)
+
+        self._synthetic = SyntheticWeb.from_env()
+        self._send = self._request if self._synthetic is None else self._answer_synthetic
         # Made on the loop that uses it (aiohttp binds a session to its loop), before any task needs it.
         self._session = asyncio.run_coroutine_threadsafe(self._new_session(), self._loop).result(timeout=60)
 
@@ -253,7 +257,7 @@ class Fetcher:
             # The whole fetch, however the server dribbles its bytes, ends by the deadline.
             async with asyncio.timeout(s.deadline):
                 for hop in range(hops + 1):
-                    await self._request(url, ex, limit)
+                    await self._send(url, ex, limit)
                     if not (r.status in REDIRECT_STATUSES and hop < hops):
                         break  # (a redirect past the last hop: "unavailable", RFC 9309 2.3.1.2)
                     target = request_form(urljoin(url, ex.location)) if ex.location else None
@@ -303,6 +307,20 @@ class Fetcher:
             ex.ip = _peer_address(response)
             ex.raw_headers = list(response.raw_headers)
             ex.body, r.truncated = await _read_body(response, limit)
+
+    async def _answer_synthetic(self, url: str, ex: _Exchange, limit: int) -> None:
+        """The synthetic web's answer instead of a request (``raycrawl.testing.synthetic``; never in a crawl)."""
+        assert self._synthetic is not None
+        r = ex.result
+        r.sent_at = time.time()
+        answer = self._synthetic.answer(url)
+        r.responded_at = time.time()
+        r.status = answer.status
+        r.content_type = answer.header("Content-Type")
+        ex.request_headers = [("User-Agent", self.settings.user_agent)]
+        ex.reason = "OK" if answer.status == 200 else "Not Found"
+        ex.raw_headers = answer.headers
+        ex.body, r.truncated = answer.body[:limit], len(answer.body) > limit
 
     # --- on the calling thread -----------------------------------------------------------------------
 

@@ -72,6 +72,11 @@ class TestWeb:
         self.graph = WebGraph(self.spec, self.port)
         return self
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id (benchmarks leave its CPU out of the crawler's)."""
+        return self._proc.pid if self._proc is not None else None
+
     def stop(self) -> None:
         if self._proc is not None:
             stop_process(self._proc)

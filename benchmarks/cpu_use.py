@@ -1,0 +1,132 @@
+"""CPU time of every process of a crawl, by role, read from /proc while it runs.
+
+A sampler thread lists the descendants of this process (the driver: Ray's daemons and workers are its
+children when it starts Ray) every ``interval`` seconds and keeps each one's last user+system time and every
+title Ray gave it (``ray::FrontierShardActor.lease``, ``ray::fetch_batch``, ``ray::IDLE`` ...). A process that
+was there at the start counts from then; one born during the crawl counts from zero (its start-up is part of
+the cost); one that dies counts until its last sample (at most ``interval`` of it is missed).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+TASK_TITLES = ("ray::fetch_batch", "ray::warm_up", "ray::store_warc_parts", "ray::IDLE", "ray::read_")
+NOT_ACTORS = ("driver", "fetch workers", "ray daemons")
+ACTOR_NAMES = {"CoordinatorActor": "coordinator", "FrontierShardActor": "shard", "DedupActor": "dedup"}
+
+
+@dataclass
+class Process:
+    pid: int
+    first: float  # CPU seconds when first seen (0 for a process born after the start)
+    last: float
+    titles: set[str] = field(default_factory=set)
+
+    @property
+    def used(self) -> float:
+        return self.last - self.first
+
+    def role(self, driver: int) -> str:
+        if self.pid == driver:
+            return "driver"
+        names = {t.split()[0].removeprefix("ray::").split(".")[0] for t in self.titles if t.startswith("ray::")}
+        names.discard("IDLE")
+        for name in names:
+            if name in ACTOR_NAMES:
+                return ACTOR_NAMES[name]
+            if name.endswith("Actor"):  # (Ray's own actors, its dashboard and runtime-env agents, are daemons)
+                return f"actor {name}"
+        if any(t.startswith(TASK_TITLES) for t in self.titles):
+            return "fetch workers"
+        return "ray daemons"
+
+
+def _read(pid: int) -> tuple[int, float, str] | None:
+    """(parent pid, CPU seconds, title) of a live process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            title = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / CLOCK_TICKS, title
+
+
+class CpuSampler:
+    def __init__(self, exclude: set[int] | None = None, interval: float = 0.2) -> None:
+        self.driver = os.getpid()
+        self.exclude = exclude or set()
+        self.interval = interval
+        self.processes: dict[int, Process] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="cpu-sampler")
+
+    def __enter__(self) -> CpuSampler:
+        self._sample(initial=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample(initial=False)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample(initial=False)
+
+    def _sample(self, initial: bool) -> None:
+        seen: dict[int, tuple[int, float, str]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                info = _read(int(entry))
+                if info is not None:
+                    seen[int(entry)] = info
+        ours = {self.driver}
+        grew = True
+        while grew:  # descendants of the driver, whatever their depth
+            grew = False
+            for pid, (ppid, _, _) in seen.items():
+                if ppid in ours and pid not in ours and pid not in self.exclude:
+                    ours.add(pid)
+                    grew = True
+        for pid in ours:
+            _, cpu, title = seen[pid]
+            proc = self.processes.get(pid)
+            if proc is None:
+                proc = self.processes[pid] = Process(pid, cpu if initial else 0.0, cpu)
+            proc.last = cpu
+            proc.titles.add(title[:80])
+
+    def by_role(self) -> dict[str, float]:
+        out: dict[str, float] = defaultdict(float)
+        for proc in self.processes.values():
+            out[proc.role(self.driver)] += proc.used
+        return dict(out)
+
+    def busiest_actor(self) -> tuple[str, float]:
+        actors = [p for p in self.processes.values() if p.role(self.driver) not in NOT_ACTORS]
+        if not actors:
+            return "none", 0.0
+        top = max(actors, key=lambda p: p.used)
+        return top.role(self.driver), top.used
+
+    def report(self, pages: int) -> str:
+        """CPU milliseconds per page by role, all actors together, the busiest actor, and the total."""
+        roles = self.by_role()
+        actors = sum(v for k, v in roles.items() if k not in NOT_ACTORS)
+        role, busiest = self.busiest_actor()
+        lines = [f"CPU per fetched page ({pages} pages), ms:"]
+        for name, seconds in sorted(roles.items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {name:<22}{1000 * seconds / pages:8.3f}   ({seconds:.2f} s)")
+        lines.append(f"  {'all actors':<22}{1000 * actors / pages:8.3f}")
+        lines.append(f"  {'busiest actor':<22}{1000 * busiest / pages:8.3f}   ({role})")
+        lines.append(f"  {'every process':<22}{1000 * sum(roles.values()) / pages:8.3f}")
+        return "\n".join(lines)
