@@ -5,14 +5,21 @@ children when it starts Ray) every ``interval`` seconds and keeps each one's las
 title Ray gave it (``ray::FrontierShardActor.lease``, ``ray::fetch_batch``, ``ray::IDLE`` ...). A process that
 was there at the start counts from then; one born during the crawl counts from zero (its start-up is part of
 the cost); one that dies counts until its last sample (at most ``interval`` of it is missed).
+
+``mark()`` starts the steady-state count: from then on, each process counts from its CPU time at the mark (or
+from zero if born later). The benchmarks mark once the crawl has fetched its first pages, so the figures per
+page leave out what Ray and each actor spend starting (about a second of CPU per process, whatever the crawl's
+size), and say that separately.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TASK_TITLES = ("ray::fetch_batch", "ray::warm_up", "ray::store_warc_parts", "ray::IDLE", "ray::read_")
@@ -26,10 +33,15 @@ class Process:
     first: float  # CPU seconds when first seen (0 for a process born after the start)
     last: float
     titles: set[str] = field(default_factory=set)
+    marked: float | None = None  # CPU seconds at the mark
 
     @property
     def used(self) -> float:
         return self.last - self.first
+
+    @property
+    def since_mark(self) -> float:
+        return self.last - (self.marked if self.marked is not None else 0.0)
 
     def role(self, driver: int) -> str:
         if self.pid == driver:
@@ -65,6 +77,7 @@ class CpuSampler:
         self.exclude = exclude or set()
         self.interval = interval
         self.processes: dict[int, Process] = {}
+        self._marked = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="cpu-sampler")
 
@@ -77,6 +90,13 @@ class CpuSampler:
         self._stop.set()
         self._thread.join()
         self._sample(initial=False)
+
+    def mark(self) -> None:
+        """Start the steady-state count now."""
+        self._sample(initial=False)
+        for proc in self.processes.values():
+            proc.marked = proc.last
+        self._marked = True
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -102,31 +122,57 @@ class CpuSampler:
             proc = self.processes.get(pid)
             if proc is None:
                 proc = self.processes[pid] = Process(pid, cpu if initial else 0.0, cpu)
+                if self._marked:
+                    proc.marked = 0.0  # (born after the mark: all of it counts)
             proc.last = cpu
             proc.titles.add(title[:80])
 
-    def by_role(self) -> dict[str, float]:
+    def _used(self, proc: Process, steady: bool) -> float:
+        return proc.since_mark if steady and self._marked else proc.used
+
+    def by_role(self, steady: bool = True) -> dict[str, float]:
         out: dict[str, float] = defaultdict(float)
         for proc in self.processes.values():
-            out[proc.role(self.driver)] += proc.used
+            out[proc.role(self.driver)] += self._used(proc, steady)
         return dict(out)
 
     def busiest_actor(self) -> tuple[str, float]:
         actors = [p for p in self.processes.values() if p.role(self.driver) not in NOT_ACTORS]
         if not actors:
             return "none", 0.0
-        top = max(actors, key=lambda p: p.used)
-        return top.role(self.driver), top.used
+        top = max(actors, key=lambda p: self._used(p, True))
+        return top.role(self.driver), self._used(top, True)
 
-    def report(self, pages: int) -> str:
-        """CPU milliseconds per page by role, all actors together, the busiest actor, and the total."""
+    def report(self, pages: int, total_pages: int | None = None) -> str:
+        """CPU milliseconds per page by role, all actors together, the busiest actor, and the total: since the
+        mark for ``pages`` pages; and every process from the start, start-up included, for ``total_pages``."""
         roles = self.by_role()
         actors = sum(v for k, v in roles.items() if k not in NOT_ACTORS)
         role, busiest = self.busiest_actor()
-        lines = [f"CPU per fetched page ({pages} pages), ms:"]
+        what = "since the mark" if self._marked else "from the start"
+        lines = [f"CPU per fetched page ({pages} pages {what}), ms:"]
         for name, seconds in sorted(roles.items(), key=lambda kv: -kv[1]):
             lines.append(f"  {name:<22}{1000 * seconds / pages:8.3f}   ({seconds:.2f} s)")
         lines.append(f"  {'all actors':<22}{1000 * actors / pages:8.3f}")
         lines.append(f"  {'busiest actor':<22}{1000 * busiest / pages:8.3f}   ({role})")
         lines.append(f"  {'every process':<22}{1000 * sum(roles.values()) / pages:8.3f}")
+        if self._marked and total_pages:
+            whole = sum(self.by_role(steady=False).values())
+            per_page = 1000 * whole / total_pages
+            lines.append(f"  {'(with start-up)':<22}{per_page:8.3f}   ({whole:.2f} s, {total_pages} pages)")
         return "\n".join(lines)
+
+
+def mark_when_crawling(crawl: Any, cpu: CpuSampler, pages: int = 200, timeout: float = 120.0) -> int:
+    """Mark ``cpu`` once ``crawl`` has fetched ``pages`` pages (every process is up by then); the pages at the
+    mark (0 if it never got there: then the whole crawl counts)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = crawl.status()
+        if status.get("state") == "finished":
+            return 0
+        if status.get("pages", 0) >= pages:
+            cpu.mark()
+            return int(status["pages"])
+        time.sleep(0.05)
+    return 0

@@ -15,13 +15,13 @@ import argparse
 import os
 import tempfile
 
-from benchmarks.cpu_use import CpuSampler
+from benchmarks.cpu_use import CpuSampler, mark_when_crawling
 from benchmarks.local_ray import start_local_ray
 from raycrawl.testing import WebSpec
 from raycrawl.testing.synthetic import SyntheticWeb
 
 
-def run(web: SyntheticWeb, shards: int) -> tuple[float, int, str]:
+def run(web: SyntheticWeb, shards: int, **settings: object) -> tuple[float, int, str]:
     import ray
 
     from raycrawl.api import Crawl
@@ -33,27 +33,33 @@ def run(web: SyntheticWeb, shards: int) -> tuple[float, int, str]:
         with tempfile.TemporaryDirectory() as out:
             cfg = CrawlConfig(
                 seeds=tuple(web.graph.seeds()), out=out, delay=0.0, delay_factor=0.0, per_host_concurrency=8,
-                shards=shards, allow_network=("127.0.0.0/8",), quiet=True,
+                shards=shards, allow_network=("127.0.0.0/8",), quiet=True, **settings,
             )  # fmt: skip
             with CpuSampler() as cpu:
-                summary = Crawl(cfg).start().wait()
+                crawl = Crawl(cfg).start()
+                marked_at = mark_when_crawling(crawl, cpu)
+                summary = crawl.wait()
     finally:
         ray.shutdown()
         del os.environ[next(iter(web.env()))]
     pages = int(summary["outcomes"].get("fetched", 0))
-    return float(summary["pages_per_s"]), pages, cpu.report(pages)
+    report = cpu.report(pages - marked_at, pages)
+    rounds = f"\n  coordinator rounds: {summary.get('rounds')}"
+    return float(summary["pages_per_s"]), pages, report + rounds
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shards", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--hosts", type=int, default=40)
-    parser.add_argument("--pages", type=int, default=250, help="pages per host")
+    parser.add_argument("--pages", type=int, default=500, help="pages per host")
+    parser.add_argument("--tasks", type=int, default=None, help="--max-tasks-in-flight (default: the crawl's)")
     args = parser.parse_args()
     web = SyntheticWeb(WebSpec(hosts=args.hosts, pages_per_host=args.pages, page_bytes=500, private_links=False))
     rates = {}
     for shards in args.shards:
-        rate, pages, report = run(web, shards)
+        settings = {"max_tasks_in_flight": args.tasks} if args.tasks else {}
+        rate, pages, report = run(web, shards, **settings)
         rates[shards] = rate
         print(f"shards {shards}: {pages} pages, {rate:.1f} pages/s")
         print(report, flush=True)

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.cpu_use import CpuSampler
+from benchmarks.cpu_use import CpuSampler, mark_when_crawling
 from benchmarks.local_ray import start_local_ray
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
@@ -89,8 +89,11 @@ def run_raycrawl(seeds: list[str], sc: Scenario, web_pid: int | None) -> tuple[f
             )  # fmt: skip
             started = time.time()
             with CpuSampler(exclude={web_pid} if web_pid else set()) as cpu:
-                summary = Crawl(cfg).start().wait()
-            return time.time() - started, cpu.report(int(summary["outcomes"].get("fetched", 0)))
+                crawl = Crawl(cfg).start()
+                marked_at = mark_when_crawling(crawl, cpu)
+                summary = crawl.wait()
+            pages = int(summary["outcomes"].get("fetched", 0))
+            return time.time() - started, cpu.report(pages - marked_at, pages)
     finally:
         ray.shutdown()
 

@@ -223,6 +223,16 @@ class Crawl:
             return {"state": "finished", **self._summary}
         return dict(ray.get(self._actor.status.remote()))
 
+    def placement(self) -> dict[str, Any]:
+        """Where the running crawl's actors are: ``{"coordinator": node, "shards": [node, ...], "partitions":
+        [node, ...]}`` (Ray node ids; shard i and partition i in order)."""
+        import ray
+
+        self._require_started()
+        if self._summary is not None:
+            raise RuntimeError("the crawl has ended: its actors are gone")
+        return dict(ray.get(self._actor.placement.remote()))
+
     def host_rows(self) -> list[dict[str, Any]]:
         """Per-host state, one dict per host: queue, in flight, delay and why, wait, robots, paused, counts."""
         import ray

@@ -1,6 +1,7 @@
 """Several Ray nodes on this machine (``ray.cluster_utils.Cluster``: a head and two workers, all on 127.0.0.1):
-fetch tasks run on more than one node, removing a worker node mid-crawl loses no URL, and the crawl's
-metrics are read from the head node's Prometheus export port."""
+shards and seen-set partitions sit on more than one node, fetch tasks run on both workers, removing the node of
+a shard mid-crawl loses no URL and duplicates no record, and the crawl's metrics are read from the head node's
+Prometheus export port."""
 
 from __future__ import annotations
 
@@ -68,11 +69,20 @@ def test_fetch_tasks_use_several_nodes_and_a_lost_node_loses_nothing(
     cluster, workers, metrics_port = three_nodes
     spec = WebSpec(hosts=12, pages_per_host=150, page_bytes=200)
     with TestWeb(spec) as web:
-        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=DELAY, checkpoint_interval=2.0)
+        cfg = local_config(
+            seeds=tuple(web.graph.seeds()),
+            out=str(tmp_path),
+            delay=DELAY,
+            checkpoint_interval=2.0,
+            shards=4,
+            dedup_partitions=3,
+        )
         crawl = Crawl(cfg).start()
         wait_until(lambda: crawl.status().get("pages", 0) >= 500, 240, "500 pages before removing a node")
-        here = ray.get_runtime_context().get_node_id()  # the driver's node holds the coordinator: keep it
-        victim = next(w for w in reversed(workers) if w.node_id != here)
+        placement = crawl.placement()
+        assert len(set(placement["shards"])) >= 2 and len(set(placement["partitions"])) >= 2, placement
+        # The driver's node holds the coordinator: keep it. Remove a worker node that holds a shard.
+        victim = next(w for w in workers if w.node_id != placement["coordinator"] and w.node_id in placement["shards"])
         cluster.remove_node(victim, allow_graceful=False)
         summary = crawl.wait(timeout=600)
         records = crawl.records()
@@ -94,6 +104,7 @@ def test_fetch_tasks_use_several_nodes_and_a_lost_node_loses_nothing(
     assert set(warc) == set(reachable) and max(warc.values()) == 1
     assert min(min(g) for g in gaps_by_host(requests).values()) >= DELAY  # polite through the node loss
     assert len(summary["fetch_nodes"]) >= 2, summary["fetch_nodes"]  # fetch tasks ran on both worker nodes
+    assert summary["events"]["rollbacks"] >= 1  # a shard's node was lost: back to the last checkpoint
     print("URLs fetched per node:", summary["fetch_nodes"], "rollbacks:", summary["events"].get("rollbacks", 0))
 
     fetched = _value(text, "raycrawl_pages_total", 'outcome="fetched"')

@@ -203,31 +203,6 @@ def test_quota_split_never_exceeds_total() -> None:
     assert sum(split_quota(97, 7, 3)) == 97
 
 
-def test_batches_fill_up_or_launch_when_due() -> None:
-    from raycrawl.core.batching import take_batches
-
-    def lease(i: int, due: float) -> Lease:
-        return Lease(i, 0, "page", due, due + 100, UrlEntry(f"http://h{i}.test/", 0))
-
-    staged = [lease(i, 10.0 + i * 0.01) for i in range(5)]
-    assert take_batches(staged, 4, 32, now=9.0, launch_slack=0.05, window=0.1) == []  # not full, not due: wait
-    assert len(staged) == 5
-    (batch,) = take_batches(staged, 4, 32, now=9.96, launch_slack=0.05, window=0.1)
-    assert [x.lease_id for x in batch] == [0, 1, 2, 3, 4] and staged == []
-    staged = [lease(i, 10.0) for i in range(100)]
-    batches = take_batches(staged, 2, 32, now=0.0, launch_slack=0.05, window=0.1)
-    assert [len(b) for b in batches] == [50, 50]  # full, and over the task cap: batches grow
-
-
-def test_a_batch_holds_only_urls_due_close_together() -> None:
-    from raycrawl.core.batching import take_batches
-
-    staged = [Lease(i, 0, "page", 10.0 + i * 0.04, 200.0, UrlEntry(f"http://h{i}.test/", 0)) for i in range(8)]
-    batches = take_batches(staged, 4, 32, now=10.0, launch_slack=0.05, window=0.1)
-    assert [[x.lease_id for x in b] for b in batches] == [[0, 1, 2]]  # 10.00-10.08; the rest is not due yet
-    assert [x.lease_id for x in staged] == [3, 4, 5, 6, 7]
-
-
 def test_snapshot_restore_keeps_queue_leases_and_host_state() -> None:
     import json
 

@@ -1,9 +1,9 @@
 """Taking and loading a checkpoint: one consistent cut of the shards, the seen-set and the coordinator.
 
-The coordinator calls ``take`` only when it has quiesced (no fetch task in flight, every result acked and
-recorded), so the cut has no URL that is seen but not queued: every URL the seen-set has seen is queued
-or leased in a shard (leased ones are saved as queued) or waiting in the coordinator's pending pushes, which
-are saved too (DESIGN invariants 3 and 6).
+The coordinator calls ``take`` only when the crawl is quiet (no fetch task running, every result settled and
+recorded, no link held by a shard or on its way between shards), so the cut has no URL that is seen but not
+queued: every URL the seen-set has seen is queued or leased in a shard (leased ones are saved as queued)
+(DESIGN invariants 3 and 6).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import ray
 
-from raycrawl.actors.seen_partitions import SeenPartitions
+from raycrawl.actors.crew import Crew
 from raycrawl.adapters.snapshots import SnapshotStore
 
 FORMAT = 1
@@ -30,15 +30,14 @@ class Loaded:
     dedup: list[bytes]  # one part per seen-set partition
 
 
-def take(
-    store: SnapshotStore, checkpoint_id: int, shards: list[Any], seen: SeenPartitions, state: dict[str, Any]
-) -> dict[str, float]:
+def take(store: SnapshotStore, checkpoint_id: int, crew: Crew, state: dict[str, Any]) -> dict[str, float]:
     """Snapshot every actor (one batched ray.get), then commit all parts at once. Returns timing and size."""
     started = time.monotonic()
-    blobs: list[bytes] = ray.get([s.snapshot.remote() for s in shards] + seen.snapshot_refs())
+    shards, partitions = crew.snapshot_refs()
+    blobs: list[bytes] = ray.get(shards + partitions)
     parts = {f"shard-{i}": blob for i, blob in enumerate(blobs[: len(shards)])}
     parts.update({f"dedup-{i}": blob for i, blob in enumerate(blobs[len(shards) :])})
-    state = {**state, "dedup_partitions": seen.count}
+    state = {**state, "dedup_partitions": len(partitions)}
     parts["coordinator"] = zlib.compress(json.dumps({"format": FORMAT, **state}).encode(), 3)
     written = store.commit(checkpoint_id, parts)
     return {"seconds": round(time.monotonic() - started, 4), "bytes": written}

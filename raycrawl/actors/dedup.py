@@ -40,3 +40,7 @@ class DedupActor:
 
     def stats(self) -> dict[str, float]:
         return self._seen.stats()
+
+    def node(self) -> str:
+        """The Ray node this partition runs on."""
+        return str(ray.get_runtime_context().get_node_id())

@@ -1,15 +1,19 @@
-"""The fetch task: a batch of leased URLs in, their results streamed out as they complete (a Ray generator
-task). Stateless; no politeness of its own beyond each lease's not_before.
+"""The fetch task: batches of leased URLs in (as references, straight from the shards' object store), each
+result out to the shard that leased its URL, as its request completes. Stateless; no politeness of its own
+beyond each lease's not_before.
 
 ``max_retries=0``: Ray must not re-run a fetch on its own (that would send requests no shard paced). A task
-that dies is reported by Ray, and the coordinator hands its leases back to their shards.
+that dies is reported by Ray, and the coordinator has its shards take back the leases it did not settle.
+
+The task ends only when every result it sent is settled: a task that ended has nothing on its way to a shard
+(the coordinator's test that the crawl is quiet relies on it).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from typing import Any
 
 import ray
 
@@ -20,15 +24,21 @@ NODE_ID_CHARS = 12
 
 
 @ray.remote(max_retries=0)
-def fetch_batch(settings: FetchSettings, leases: list[Lease], epoch: int) -> Iterator[list[FetchResult]]:
+def fetch_batch(settings: FetchSettings, epoch: int, shards: list[Any], *batches: list[Lease]) -> int:
     node_id = ray.get_runtime_context().get_node_id()
     node = node_id[:NODE_ID_CHARS]
+    leases = [lease for batch in batches for lease in batch]
+    settling: list[Any] = []
     for results in fetcher_for(settings).fetch_stream(leases, epoch):
+        by_shard: dict[int, list[FetchResult]] = {}
         for result in results:
             result.node = node
             if result.warc is not None:
                 result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
-        yield results
+            by_shard.setdefault(result.lease.shard, []).append(result)
+        settling.extend(shards[shard].settle.remote(group) for shard, group in by_shard.items())
+    ray.get(settling)  # (a shard that died fails the task: the coordinator rolls the crawl back anyway)
+    return len(leases)
 
 
 @ray.remote(max_retries=0)

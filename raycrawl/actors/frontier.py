@@ -1,46 +1,142 @@
-"""FrontierShardActor: a FrontierShard made remote. The shard is the single source of truth for its hosts."""
+"""FrontierShardActor: a shard's work (core/shard_work.py) made remote. The shard is the single source of truth
+for its hosts, and the seen-set's writer for the links its results add.
+
+Calls come from the coordinator (``lease`` each round, checkpoints, operator commands), from fetch tasks
+(``settle``: their results) and from other shards (``push``: new URLs for hosts this shard owns). Once per round
+(in ``lease``) the shard asks the seen-set partitions about the links found since the last one, one call each,
+awaited together, and sends the new URLs to their owners, one batch each; a partition that died leaves its share
+held until the coordinator has rebuilt it (``set_partition``).
+"""
 
 from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Sequence
 from typing import Any
 
 import ray
+from ray.exceptions import RayActorError
 
-from raycrawl.core.frontier import FrontierSettings, FrontierShard, ShardReply
-from raycrawl.core.records import Ack, UrlEntry
+from raycrawl.actors.dedup import pack_fingerprints
+from raycrawl.adapters.output import PagesBuffer
+from raycrawl.adapters.storage import StorageError, open_storage
+from raycrawl.core.crawl_loop import ShardSummary
+from raycrawl.core.link_routing import PartitionShare
+from raycrawl.core.records import FetchResult, Lease, Link, UrlEntry
+from raycrawl.core.shard_work import ShardOutput, ShardSetup, ShardWork
 
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class FrontierShardActor:
-    def __init__(self, shard_id: int, settings: FrontierSettings) -> None:
-        self._shard = FrontierShard(shard_id, settings)
+    def __init__(self, shard_id: int, setup: ShardSetup) -> None:
+        self._id = shard_id
+        self._pages = PagesBuffer(f"shard{shard_id:03d}")
+        self._work = ShardWork(shard_id, setup, self._pages.write)
+        self._storage = open_storage(setup.out, setup.filesystem) if setup.out else None
+        self._peers: list[Any] = []
+        self._partitions: list[Any] = []
 
-    def exchange(
-        self, acks: Sequence[Ack], pushes: Sequence[UrlEntry], max_leases: int, horizon: float, drain: str | None
-    ) -> ShardReply:
-        return self._shard.exchange(acks, pushes, max_leases, horizon, drain)
+    def connect(self, peers: list[Any], partitions: list[Any]) -> None:
+        self._peers, self._partitions = list(peers), list(partitions)
 
-    def release(self, lease_ids: Sequence[int], reason: str) -> None:
-        self._shard.release(lease_ids, reason)
+    # --- the coordinator's round ---------------------------------------------------------------------
+
+    @ray.method(num_returns=2)
+    def lease(
+        self, quota: int, horizon: float, drain: str | None, batch_id: int, finished: list[int]
+    ) -> tuple[list[Lease], ShardSummary]:
+        self._route(self._work.take_shares())  # (before the summary: it counts the batches this sends)
+        leases, summary = self._work.lease(quota, horizon, drain, batch_id, finished)
+        summary.buffered = max(summary.buffered, self._pages.size)
+        return leases, summary
+
+    def release_batches(self, batch_ids: list[int], reason: str) -> None:
+        self._work.release_batches(batch_ids, reason)
+
+    # --- results and links ---------------------------------------------------------------------------
+
+    def settle(self, results: list[FetchResult]) -> None:
+        self._work.settle(results)
+
+    def offer(self, links: list[Link]) -> None:
+        """Seeds (from the coordinator): screened and deduplicated like any link, with the round's."""
+        self._work.offer(links)
+
+    def push(self, entries: list[UrlEntry], sender: int) -> None:
+        self._work.receive(entries, sender)
+
+    def _route(self, shares: dict[int, PartitionShare]) -> None:
+        if not shares:
+            return
+        asked = list(shares)
+        refs = [self._partitions[p].add_new.remote(pack_fingerprints(shares[p].fingerprints)) for p in asked]
+        ray.wait(refs, num_returns=len(refs))
+        for p, ref in zip(asked, refs, strict=True):
+            try:
+                answer = ray.get(ref)
+            except RayActorError:  # the coordinator rebuilds the partition; the share waits until then
+                self._work.router.hold(p, shares[p])
+                continue
+            for owner, entries in self._work.answered(p, shares[p], answer).items():
+                self._peers[owner].push.remote(entries, self._id)
+
+    def set_partition(self, partition: int, actor: Any) -> None:
+        """A rebuilt partition: held shares are asked again."""
+        self._partitions[partition] = actor
+        for p, held in self._work.router.take_held().items():
+            for share in held:
+                self._route({p: share})
+
+    def seen_log(self, partition: int) -> bytes:
+        return pack_fingerprints(self._work.router.log(partition))
+
+    def add_scope_hosts(self, hosts: list[str]) -> None:
+        self._work.scope.add_hosts(hosts)
+
+    # --- checkpoints ---------------------------------------------------------------------------------
+
+    def cut(self, epoch: int) -> tuple[str | None, str | None, ShardOutput]:
+        """This interval's page records as a part of ``epoch`` (or why not), and its WARC for the cut."""
+        part, problem = None, None
+        if self._storage is not None:
+            try:
+                part = self._pages.cut(self._storage, epoch)
+            except StorageError as exc:
+                problem = str(exc)
+        return part, problem, self._work.take_output()
+
+    def checkpointed(self) -> None:
+        self._work.router.checkpointed()
+
+    def snapshot(self) -> bytes:
+        return zlib.compress(json.dumps(self._work.frontier.snapshot()).encode(), 3)
+
+    def restore(self, data: bytes) -> None:
+        self._work.frontier.restore(json.loads(zlib.decompress(data)))
+
+    def requeue(self, entries: list[UrlEntry]) -> None:
+        """URLs already in the seen-set (a checkpoint from before links went shard to shard had them pending)."""
+        self._work.requeue(entries)
+
+    def close(self) -> None:
+        self._pages.close()
+
+    # --- the operator --------------------------------------------------------------------------------
 
     def control(self, action: str, host: str, *args: Any) -> bool:
         """pause_host(host, reason) / resume_host(host) / set_delay(host, seconds or None)."""
-        method = {"pause_host": self._shard.pause_host, "resume_host": self._shard.resume_host}.get(action)
+        shard = self._work.frontier
+        method = {"pause_host": shard.pause_host, "resume_host": shard.resume_host}.get(action)
         if method is not None:
             return bool(method(host, *args))
-        return self._shard.set_delay(host, *args)
-
-    def snapshot(self) -> bytes:
-        return zlib.compress(json.dumps(self._shard.snapshot()).encode(), 3)
-
-    def restore(self, data: bytes) -> None:
-        self._shard.restore(json.loads(zlib.decompress(data)))
+        return shard.set_delay(host, *args)
 
     def hosts(self) -> list[dict[str, Any]]:
-        return self._shard.host_table()
+        return self._work.frontier.host_table()
+
+    def node(self) -> str:
+        """The Ray node this shard runs on."""
+        return str(ray.get_runtime_context().get_node_id())
 
     def counters(self) -> dict[str, int]:
-        return dict(self._shard.counters) | self._shard.summary()
+        return self._work.counts()

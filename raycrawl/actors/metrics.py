@@ -1,8 +1,9 @@
 """The crawl's metrics through ``ray.util.metrics``: Ray exports them from each node's metrics agent in
 Prometheus format (``ray start --metrics-export-port``), so they reach Prometheus and the Ray dashboard.
 
-Recorded by the coordinator only, in batches (once per round, or per stats interval for the gauges): the
-hot path never calls a metric once per URL. Every metric carries a ``crawl`` tag (the crawl id).
+Recorded by the coordinator only, in batches: once per round from what the shards report (counts, and the
+latencies of the pages they settled), or per stats interval for the gauges. Every metric carries a ``crawl`` tag
+(the crawl id).
 """
 
 from __future__ import annotations

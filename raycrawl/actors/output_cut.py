@@ -1,9 +1,10 @@
 """The output at a checkpoint cut: buffered records and WARC become parts in the storage, by the processes that
 hold them, before the checkpoint that lists them commits.
 
-- Page records: the coordinator's buffer becomes ``pages/pages-e<epoch>-coordinator.jsonl``.
-- WARC: one ``store_warc_parts`` task on each node that fetched since the last cut copies the spans the
-  ledger kept (core/parts.py) from its buffer files into ``warc/``, then deletes those buffers. A node's disk
+- Page records: each shard's buffer becomes ``pages/pages-e<epoch>-shard<i>.jsonl``, written by the shard.
+- WARC: the shards hand over the spans of the results that became records; one ``store_warc_parts`` task on each
+  node that fetched since the last cut copies those spans (core/parts.py) from its buffer files into ``warc/``,
+  then deletes those buffers. A node's disk
   therefore holds at most what it fetched since the last cut (and a cut is forced when a buffer passes
   ``max_part_bytes``).
 - A node that is gone takes its buffers with it: the cut cannot be whole, so the crawl rolls back to the last
@@ -22,16 +23,11 @@ import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from raycrawl.adapters.output import (
-    WARC_DIR,
-    PagesBuffer,
-    remove_uncommitted,
-    write_committed,
-)
+from raycrawl.adapters.output import WARC_DIR, remove_uncommitted, write_committed
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.adapters.warc import buffer_path, epoch_of
 from raycrawl.core.parts import Ranges, WarcLedger
-from raycrawl.core.records import FetchResult
+from raycrawl.core.shard_work import ShardOutput
 
 CUT_TIMEOUT = 600.0  # a node that has not stored its parts by then is taken as lost
 
@@ -73,8 +69,12 @@ def store_warc_parts(
     return stored, None
 
 
+# What a shard hands over at a cut: its page part (or None), why it could not store it, and its WARC of the interval.
+ShardCut = tuple[str | None, str | None, ShardOutput]
+
+
 class OutputParts:
-    """The coordinator's side: its page buffer, the WARC ledger, and the parts the next checkpoint lists."""
+    """The coordinator's side: the WARC ledger of what is not stored yet, and the parts the next checkpoint lists."""
 
     def __init__(self, location: str, filesystem: Any, buffer: str | None, run: str) -> None:
         self.location = location
@@ -87,7 +87,6 @@ class OutputParts:
         if self.storage.local:
             self.shared_marker = f".raycrawl-run-{run}"
             self.storage.put(self.shared_marker, run.encode())
-        self.pages = PagesBuffer()
         self.ledger = WarcLedger()
         self.parts: list[str] = []  # stored, and consistent with the crawl's state: the next checkpoint lists them
 
@@ -96,20 +95,19 @@ class OutputParts:
         self.parts = list(parts)
         return len(remove_uncommitted(self.storage, self.parts))
 
-    def absorb(self, result: FetchResult, kept: bool) -> None:
-        """A fetch result the coordinator has handled; ``kept``: it became output (its WARC records stay)."""
-        span = result.warc
-        if span is not None:
-            if kept:
-                self.ledger.keep([span])
-            else:
-                self.ledger.saw(span.node)
-
-    def over(self, bound: int) -> bool:
-        return self.ledger.largest > bound or self.pages.size > bound
-
-    def cut(self, epoch: int) -> list[str]:
-        """Store this interval's output as parts of ``epoch``; the parts the checkpoint of this cut lists."""
+    def cut(self, epoch: int, shard_cuts: list[ShardCut]) -> list[str]:
+        """Store this interval's output as parts of ``epoch``; the parts the checkpoint of this cut lists. The
+        shards have stored their page parts (``shard_cuts``); their WARC spans join what earlier cuts could not
+        store, and each node copies its own."""
+        problems: list[str] = []
+        for part, problem, output in shard_cuts:
+            if part is not None:
+                self.parts.append(part)
+            if problem is not None:
+                problems.append(problem)
+            self.ledger.keep(output.spans)
+            for node in output.nodes:
+                self.ledger.saw(node)
         nodes = self.ledger.nodes() if self.buffer is not None else []
         refs = [
             store_warc_parts.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
@@ -118,7 +116,6 @@ class OutputParts:
             for node in nodes
         ]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=CUT_TIMEOUT) if refs else ([], [])
-        problems: list[str] = []
         lost: list[str] = []
         for node, ref in zip(nodes, refs, strict=True):
             if ref not in ready:
@@ -136,13 +133,6 @@ class OutputParts:
                 problems.append(problem)
         if lost:
             raise OutputLost("; ".join(lost))
-        try:
-            page_part = self.pages.cut(self.storage, epoch)
-        except StorageError as exc:
-            problems.append(str(exc))
-        else:
-            if page_part is not None:
-                self.parts.append(page_part)
         if problems:
             raise OutputUnwritable(problems[0])
         return list(dict.fromkeys(self.parts))
@@ -159,14 +149,12 @@ class OutputParts:
     def roll_back(self, parts: list[str]) -> None:
         """Back to a checkpoint that lists ``parts``: this interval's buffers are dropped, its parts deleted."""
         stray = set(self.parts) - set(parts)
-        self.pages.discard()
         self.ledger.clear()
         self.parts = list(parts)
         with contextlib.suppress(StorageError):
             self.storage.delete(sorted(stray))
 
     def close(self) -> None:
-        self.pages.close()
         if self.shared_marker is not None:
             with contextlib.suppress(StorageError):
                 self.storage.delete([self.shared_marker])

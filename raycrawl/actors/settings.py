@@ -13,6 +13,9 @@ from raycrawl.config import CrawlConfig
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.robots import product_token
+from raycrawl.core.settle import RecordRules
+from raycrawl.core.shard_work import ShardSetup
+from raycrawl.core.traps import TrapRules
 
 
 def crawl_id_of(cfg: CrawlConfig, out_dir: str) -> str:
@@ -51,6 +54,25 @@ def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
         hold_over_budget=cfg.leftovers == "keep",
         lease_ttl=cfg.lease_horizon + max(4 * cfg.timeout, cfg.fetch_deadline) + 60.0,
         first_slot_spread=FIRST_SLOT_SPREAD,
+    )
+
+
+def shard_setup(
+    cfg: CrawlConfig, seeds: list[str], shards: int, partitions: int, out_dir: str, crawl_id: str
+) -> ShardSetup:
+    return ShardSetup(
+        frontier=frontier_settings(cfg),
+        records=RecordRules(max_redirects=cfg.max_redirects, max_depth=cfg.max_depth),
+        traps=TrapRules(max_path_depth=cfg.max_path_depth, max_repeated_segments=cfg.max_repeated_segments),
+        scope=cfg.scope,
+        seeds=tuple(seeds),
+        allow=tuple(cfg.allow),
+        deny=tuple(cfg.deny),
+        shards=shards,
+        partitions=partitions,
+        out=out_dir,
+        filesystem=cfg.filesystem,
+        crawl_id=crawl_id,
     )
 
 

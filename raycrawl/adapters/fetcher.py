@@ -223,7 +223,7 @@ class Fetcher:
     def _finished(self, lease: Lease, item: _Exchange | BaseException) -> FetchResult:
         """The URL's result, whatever happened: the fault boundary of one URL (DESIGN invariant 7). An exception
         anywhere -- in the exchange, decoding, parsing, hashing, WARC writing -- becomes this URL's own ``error``
-        result; it never reaches the task, the other URLs of the batch, or the coordinator."""
+        result; it never reaches the task, the other URLs of the batch, or the shard."""
         if isinstance(item, BaseException):  # (the exchange itself raised past its own handlers)
             failed = FetchResult(lease=lease, error=describe_exception(item), fault=type(item).__name__)
             failed.responded_at = failed.ended_at = time.time()

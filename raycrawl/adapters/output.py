@@ -1,6 +1,6 @@
 """The crawl's output in its storage (adapters/storage.py: a local directory or a URI).
 
-    pages/pages-e000003-coordinator.jsonl   page records, one part per writer and checkpoint cut
+    pages/pages-e000003-shard000.jsonl      page records, one part per shard and checkpoint cut
     warc/raycrawl-e000003-<node>-<pid>-<ms>.warc.gz   WARC, one part per fetch worker buffer and cut
     committed.json                           the parts that make up the output, as of the current checkpoint
     stats.json                               the crawl's counters (replaced every few seconds)

@@ -1,6 +1,6 @@
 """FrontierShard: the single owner of a set of hosts — their queues, their politeness clocks, their robots.
 
-The contract (what the coordinator may rely on):
+The contract (what the shard's actor, core/shard_work.py, relies on):
 
 - ``push(entries)`` queues canonical, already-deduplicated URLs. URLs that robots.txt forbids, that a closed
   host refuses, or that a queue bound sheds end at once as ``Terminal`` values (``take_terminals()``).
@@ -67,20 +67,6 @@ class FrontierSettings:
 # What a shard keeps of a lease until it is acked: the lease (its entry inside) and its host.
 # A plain tuple: one is made per URL leased, and a tuple costs a third of a slotted dataclass to make.
 _Leased = tuple[Lease, HostState]
-
-
-@dataclass(slots=True)
-class ShardReply:
-    """Everything one coordinator round trip to a shard returns."""
-
-    leases: list[Lease]
-    terminals: list[Terminal]
-    retried: list[int]
-    stale: list[int]
-    queued: int
-    queued_paused: int
-    leased: int
-    next_due: float | None
 
 
 @dataclass(slots=True)
@@ -474,37 +460,6 @@ class FrontierShard:
         hs.recompute_delay(self.settings.policy)
         self._schedule(hs)
         return True
-
-    # --- the coordinator's round trip ----------------------------------------------------------------
-
-    def exchange(
-        self,
-        acks: Sequence[Ack],
-        pushes: Iterable[UrlEntry],
-        max_leases: int,
-        horizon: float,
-        drain: str | None = None,
-    ) -> ShardReply:
-        """The coordinator's one call per round: close leases, queue new URLs, hand out what is due.
-
-        With ``drain`` (the crawl is stopping), everything queued ends as out_of_budget instead.
-        """
-        reply = self.ack(acks)
-        self.evict_idle()
-        self.push(pushes)
-        if drain is not None:
-            self.drain(drain)
-        leases = self.lease(max_leases, horizon) if max_leases > 0 else []
-        return ShardReply(
-            leases,
-            self.take_terminals(),
-            reply.retried,
-            reply.stale,
-            self._queued,
-            self.queued_paused,
-            len(self._leases),
-            self.next_due(),
-        )
 
     # --- checkpoints ---------------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """From a fetched page to the links that may join the frontier: redirects, depth, traps and scope.
 
-Pure, and run by the coordinator for every result of a round; what passes is then deduplicated in one dedup
-call for the round and pushed to the shards that own the hosts. Every link turned away is counted in
-``dropped`` under the rule that turned it away (``stats.json``'s ``dropped_links``).
+Pure, and run by the shard that settles each result (core/shard_work.py); what passes is then deduplicated in
+one call per seen-set partition for the round and sent to the shards that own the hosts. Every link turned away
+is counted in ``dropped`` under the rule that turned it away (``stats.json``'s ``dropped_links``).
 """
 
 from __future__ import annotations

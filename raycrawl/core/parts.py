@@ -1,7 +1,7 @@
 """Which buffered WARC bytes become output at the next checkpoint cut (pure: no I/O, no Ray).
 
 Fetch workers append WARC records to buffer files on their own node's disk. Not every record there belongs in
-the output: a result the coordinator ignored (a lease that expired, an attempt that will be retried) and
+the output: a result its shard ignored (a lease that expired, an attempt that will be retried) and
 whatever a worker wrote after its last reported result before it died have no page record. The ledger keeps
 the spans of the results that did become records; at the cut each node copies exactly those spans (after the
 file's warcinfo record) into the store, so every WARC response stored has its record, and one only.

@@ -60,6 +60,13 @@ class CrawlStats:
             setattr(stats, name, d[name])
         return stats
 
+    def add(self, other: CrawlStats) -> None:
+        """Counters another part of the crawl moved (a shard's, since it last reported) added to these."""
+        for name in ("outcomes", "statuses", "dropped", "events", "fetch_nodes", "faults"):
+            getattr(self, name).update(getattr(other, name))
+        for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
     def count_task(self, urls: int) -> None:
         self.tasks += 1
         self.task_urls += urls

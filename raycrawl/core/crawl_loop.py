@@ -1,0 +1,283 @@
+"""The coordinator's decisions, as a pure class (injected clock, no Ray): the crawl loop without its I/O.
+
+The coordinator schedules and never touches a page. Each round it asks every shard for leases (a quota each,
+from the crawl's fetch capacity) and gets back, besides the leases themselves (which stay in Ray's object store
+and go from the shard to the fetch task as a reference), a ``ShardSummary``: how many leases, when the first is
+due, the shard's counts, and the counters of the crawl's work that the shard did since the last round. Fetch
+tasks send their results to the shards that leased the URLs, and shards send the new URLs they find to the
+shards that own them (``core/link_routing.py``); none of it passes here.
+
+What this class decides:
+
+- a round's plan: which quota for which shard, whether the crawl is draining (a budget ran out with
+  ``leftovers = "record"``) or quiescing (a checkpoint is due, or the operator stopped);
+- which staged lease batches to launch as fetch tasks, and when: a task carries many shards' batches, and is
+  launched when full or when its first URL is due;
+- what a fetch task that died leaves behind: its batches, whose leases go back to their shards;
+- when the crawl is quiet -- no task running or staged, no link held or travelling between shards -- so that a
+  checkpoint is a consistent cut, and when it is over: quiet, and nothing queued or leased anywhere;
+- when the next round must start at the latest.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+from raycrawl.config import CrawlConfig
+from raycrawl.core.batching import split_quota
+from raycrawl.core.link_routing import quiet
+from raycrawl.core.stats import CrawlStats
+
+LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
+MAX_IDLE_WAIT = 0.25  # start a round at least this often (limits, operator commands, lease expiry)
+MAX_GATHER = 0.05  # while URLs are out, a round at least this often: an answered host is leased again soon
+MIN_ROUND = 0.025  # ... and at most this often (each round is a call to every shard)
+
+
+@dataclass(slots=True)
+class ShardSummary:
+    """A shard's answer to the round's lease call (the leases themselves travel apart, by reference)."""
+
+    leases: int = 0  # in this call's batch
+    earliest: float | None = None  # the batch's first not_before
+    queued: int = 0
+    queued_paused: int = 0
+    leased: int = 0  # leases out (staged, in a task, or not yet acked)
+    held: int = 0  # links waiting for a seen-set partition to be rebuilt
+    next_due: float | None = None
+    sent: list[int] = field(default_factory=list)  # batches of new URLs sent to each shard
+    received: list[int] = field(default_factory=list)  # ... received from each
+    buffered: int = 0  # bytes of output buffered since the last cut (the largest buffer)
+    dead_partitions: list[int] = field(default_factory=list)  # seen-set partitions that did not answer it
+    stats: CrawlStats = field(default_factory=lambda: CrawlStats(started_at=0.0))  # counted since the last call
+    latencies: list[float] = field(default_factory=list)  # seconds to the response, of pages settled since then
+
+
+@dataclass(slots=True)
+class StagedBatch:
+    shard: int
+    batch_id: int
+    leases: int
+    earliest: float
+    ref: object = None  # the leases, where the caller keeps them (an ObjectRef for the coordinator)
+
+
+@dataclass(slots=True)
+class RoundPlan:
+    quotas: list[int]  # per shard
+    batch_ids: list[int]  # per shard: the id its leases of this round are known by
+    drain: str | None  # end everything queued with this detail
+    quiescing: bool
+
+
+class CrawlLoop:
+    def __init__(self, cfg: CrawlConfig, shards: int, clock: Callable[[], float] = time.time) -> None:
+        self.cfg = cfg
+        self.shards = shards
+        self._clock = clock
+        self.stats = CrawlStats(started_at=clock())
+        self.summaries: list[ShardSummary | None] = [None] * shards
+        self.staged: list[StagedBatch] = []
+        self.tasks: dict[Hashable, list[StagedBatch]] = {}
+        self._next_batch = 1
+        self.rounds = 0
+        self._closed_since = 0  # leases of tasks that ended since the last summaries
+        self._rotation = 0
+        self.stop_reason: str | None = None  # a budget ran out and leftovers are recorded: queued ends out_of_budget
+        self.user_stop: str | None = None  # the operator stopped (or a budget, leftovers kept): checkpoint, end
+        self.paused: str | None = None
+        self.final_drain: str | None = None
+        self.checkpoint_due = False
+        self._last_checkpoint = clock()
+        self._quiesce_started = 0.0
+        self._last_quiesce = 0.0
+
+    # --- stopping --------------------------------------------------------------------------------------
+
+    def stop(self, reason: str) -> None:
+        if self.user_stop is None:
+            self.user_stop = reason
+
+    def budget_stop(self, reason: str) -> None:
+        """A budget ran out. By default the crawl stops as on the operator's stop (queued URLs stay queued, a
+        ``--resume`` with a larger budget goes on); with ``leftovers = "record"`` every queued URL ends as an
+        out_of_budget record."""
+        if self.cfg.leftovers == "keep":
+            self.stop(reason)
+        elif self.stop_reason is None:
+            self.stop_reason = reason
+
+    def check_limits(self) -> None:
+        cfg, now = self.cfg, self._clock()
+        if cfg.time_limit is not None and now - self.stats.started_at >= cfg.time_limit:
+            self.budget_stop("time limit reached")
+        if cfg.max_pages is not None and self.stats.pages_fetched >= cfg.max_pages:
+            self.budget_stop("max-pages reached")
+
+    # --- a round ---------------------------------------------------------------------------------------
+
+    def plan(self) -> RoundPlan:
+        """The round's calls: every shard is asked, each with its share of the lease budget."""
+        self.check_limits()
+        self.rounds += 1
+        cfg = self.cfg
+        now = self._clock()
+        interval = cfg.checkpoint_interval
+        # Quiesce early by as long as the last quiesce took, so cuts are at most `interval` apart: what a crash
+        # can cost is then at most one interval of work. A buffer past the part size: cut now.
+        if not self.checkpoint_due and (
+            (interval and now - self._last_checkpoint >= interval - self._last_quiesce)
+            or self.buffered > cfg.max_part_bytes
+        ):
+            self.checkpoint_due = True
+            self._quiesce_started = now
+        drain = self.stop_reason or self.final_drain
+        quiescing = self.checkpoint_due or self.user_stop is not None
+        budget = 0 if (drain or quiescing or self.paused) else self.lease_budget()
+        quotas = split_quota(budget, self.shards, self._rotation)
+        self._rotation += 1
+        ids = list(range(self._next_batch, self._next_batch + self.shards))
+        self._next_batch += self.shards
+        return RoundPlan(quotas, ids, drain, quiescing)
+
+    def lease_budget(self) -> int:
+        cfg = self.cfg
+        # The fetch capacity: leases out as of the last summaries, less those of tasks that ended since (a task
+        # ends only when its results are settled: its leases are closed, and the next summaries say so). A few
+        # may be counted twice for a round; the capacity is a target, not a bound (tasks in flight are).
+        out = max(0, self.leased - self._closed_since)
+        budget = cfg.max_tasks_in_flight * cfg.fetch_batch_size - out
+        if cfg.max_pages is not None:
+            # A bound: every lease the summaries count is taken as a page to come (robots ones make it stricter).
+            budget = min(budget, cfg.max_pages - self.stats.pages_fetched - self.leased)
+        return max(0, budget)
+
+    def answered(self, plan: RoundPlan, summaries: list[ShardSummary], refs: list[object]) -> CrawlStats:
+        """The round's answers (in shard order), with where each shard's lease batch is kept; returns what the
+        shards counted since the last round (already added to the crawl's counters)."""
+        moved = CrawlStats(started_at=0.0)
+        self._closed_since = 0
+        for shard, (summary, ref) in enumerate(zip(summaries, refs, strict=True)):
+            self.summaries[shard] = summary
+            moved.add(summary.stats)
+            summary.stats = CrawlStats(started_at=0.0)
+            if summary.leases:
+                earliest = summary.earliest if summary.earliest is not None else self._clock()
+                self.staged.append(StagedBatch(shard, plan.batch_ids[shard], summary.leases, earliest, ref))
+        self.stats.add(moved)
+        return moved
+
+    # --- fetch tasks -----------------------------------------------------------------------------------
+
+    def to_launch(self) -> list[list[StagedBatch]]:
+        """Staged batches cut into fetch tasks worth launching now (none while quiescing: the cut waits only for
+        the tasks already running; staged leases are saved as queued). A task holds batches due within the lease
+        horizon of its first one; it is launched when full or when its first URL is due within LAUNCH_SLACK;
+        at most ``max_tasks_in_flight`` tasks run; if more is due than that many full tasks carry, they grow."""
+        cfg = self.cfg
+        free = cfg.max_tasks_in_flight - len(self.tasks)
+        if self.checkpoint_due or self.user_stop is not None or free <= 0 or not self.staged:
+            return []
+        now = self._clock()
+        window = max(LAUNCH_SLACK, cfg.lease_horizon - LAUNCH_SLACK)
+        staged = sorted(self.staged, key=lambda b: b.earliest)
+        out: list[list[StagedBatch]] = []
+        while staged and len(out) < free:
+            start = max(now, staged[0].earliest)
+            in_window = [b for b in staged if b.earliest <= start + window]
+            urls = sum(b.leases for b in in_window)
+            size = max(cfg.fetch_batch_size, math.ceil(urls / (free - len(out))))
+            if urls < size and staged[0].earliest - now > LAUNCH_SLACK:
+                break  # neither full nor due yet: more batches may join it
+            task: list[StagedBatch] = []
+            taken = 0
+            for batch in in_window:
+                if task and taken + batch.leases > size:
+                    break
+                task.append(batch)
+                taken += batch.leases
+            out.append(task)
+            chosen = {id(b) for b in task}
+            staged = [b for b in staged if id(b) not in chosen]
+        launched = {id(b) for task in out for b in task}
+        self.staged = [b for b in self.staged if id(b) not in launched]
+        return out
+
+    def launched(self, key: Hashable, batches: list[StagedBatch]) -> None:
+        self.tasks[key] = batches
+        self.stats.count_task(sum(b.leases for b in batches))
+        self.stats.peak_tasks_in_flight = max(self.stats.peak_tasks_in_flight, len(self.tasks))
+
+    def task_ended(self, key: Hashable) -> list[StagedBatch]:
+        """A fetch task ended; its batches (the caller releases their unsettled leases if it failed)."""
+        batches = self.tasks.pop(key, [])
+        self._closed_since += sum(b.leases for b in batches)
+        return batches
+
+    # --- the crawl's state ------------------------------------------------------------------------------
+
+    @property
+    def latest(self) -> list[ShardSummary]:
+        return [s for s in self.summaries if s is not None]
+
+    @property
+    def queued(self) -> int:
+        return sum(s.queued for s in self.latest)
+
+    @property
+    def leased(self) -> int:
+        return sum(s.leased for s in self.latest)
+
+    @property
+    def buffered(self) -> int:
+        return max((s.buffered for s in self.latest), default=0)
+
+    def dead_partitions(self) -> list[int]:
+        return sorted({p for s in self.latest for p in s.dead_partitions})
+
+    def quiet(self) -> bool:
+        """No fetch task running, no link held or on its way: what the shards and the seen-set hold is a
+        consistent cut (leased URLs are saved as queued). Read from this round's summaries of every shard."""
+        latest = self.latest
+        if self.tasks or len(latest) < self.shards or any(s.held for s in latest):
+            return False
+        return quiet([s.sent for s in latest], [s.received for s in latest])
+
+    def over(self) -> bool:
+        """The crawl is over: quiet, nothing leased or staged, nothing queued but on paused hosts -- and those
+        are ended first (one more round drains them, saying why each host was paused)."""
+        if self.staged or not self.quiet() or self.leased:
+            return False
+        active = self.queued - sum(s.queued_paused for s in self.latest)
+        if active:
+            return False
+        if self.queued:
+            self.final_drain = "frontier exhausted"
+            return False
+        return True
+
+    def checkpointed(self) -> None:
+        now = self._clock()
+        if self.checkpoint_due:
+            self._last_quiesce = min(now - self._quiesce_started, self.cfg.checkpoint_interval / 2)
+        self.checkpoint_due = False
+        self._last_checkpoint = now
+
+    def wake_at(self, round_started: float) -> tuple[float, float]:
+        """(earliest, latest): the next round starts no sooner than the first and no later than the second;
+        between them, when a fetch task ends."""
+        now = self._clock()
+        latest = now + MAX_IDLE_WAIT
+        dues = [s.next_due for s in self.latest if s.next_due is not None]
+        if dues and self.paused is None:
+            latest = min(latest, min(dues) - self.cfg.lease_horizon)
+        if self.staged:
+            latest = min(latest, min(b.earliest for b in self.staged) - LAUNCH_SLACK)
+        if self.leased:
+            # URLs are out: their hosts come due again from their answers, which only the shards see.
+            latest = min(latest, round_started + min(MAX_GATHER, max(MIN_ROUND, self.cfg.delay / 4)))
+        earliest = round_started + MIN_ROUND
+        return earliest, max(latest, earliest)

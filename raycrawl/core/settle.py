@@ -1,0 +1,110 @@
+"""What a shard makes of the results a fetch task hands it (pure: no Ray, no I/O).
+
+A fetch task sends each result straight to the shard that leased its URL. The shard acks it (its host's clock
+moves, a transient failure may be retried, a lease that expired and was handed out again is stale) and then,
+for a result that counts, makes the URL's record and the links it adds. ``settle`` is that second step, with
+the per-URL fault boundary: whatever goes wrong with one result becomes that URL's error record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from raycrawl.core.frontier import HOST_BUDGET, AckReply
+from raycrawl.core.outlinks import children, unfollowed_redirect
+from raycrawl.core.pages import error_kind, fault_record, fetch_record, terminal_record
+from raycrawl.core.records import Ack, FetchResult, Link, Terminal, WarcSpan
+from raycrawl.core.stats import CrawlStats
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRules:
+    """The settings that shape records and links (config's ``max_redirects`` and ``max_depth``)."""
+
+    max_redirects: int = 10
+    max_depth: int | None = None
+
+
+@dataclass(slots=True)
+class Settled:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    kept: list[WarcSpan] = field(default_factory=list)  # WARC spans of results that became output
+    seen_nodes: set[str] = field(default_factory=set)  # nodes whose buffers hold WARC of this interval
+    latencies: list[float] = field(default_factory=list)  # seconds, request to response headers
+
+
+def ack_of(result: FetchResult) -> Ack:
+    """The shard's view of a result: what moves the host's clock and decides a retry (robots.txt: its body)."""
+    return Ack(
+        result.lease.lease_id,
+        result.status,
+        result.responded_at,
+        # the latency term of the delay counts the whole exchange, body included (core/politeness.py)
+        max(0.0, result.ended_at - result.sent_at) if result.sent_at else result.elapsed_ms / 1000,
+        result.transient,
+        result.error,
+        result.body if result.lease.kind == "robots" else None,
+        result.retry_at,
+        ended_at=result.ended_at or result.responded_at,
+        truncated=result.truncated,
+    )
+
+
+def settle(results: list[FetchResult], reply: AckReply, rules: RecordRules, stats: CrawlStats, out: Settled) -> None:
+    """Records and links of the results the shard's ack ``reply`` accepted, counted in ``stats``, into ``out``."""
+    stale, retried = set(reply.stale), set(reply.retried)
+    for result in results:
+        lease_id = result.lease.lease_id
+        kept = lease_id not in stale and lease_id not in retried
+        span = result.warc
+        if span is not None:
+            # Its WARC records stay when the result counts: a page record, or the robots.txt obeyed.
+            if kept:
+                out.kept.append(span)
+            out.seen_nodes.add(span.node)
+        if lease_id in stale:
+            stats.events["stale_results"] += 1
+        elif lease_id in retried:
+            stats.events["retries"] += 1
+        elif result.lease.kind == "robots":
+            stats.robots_fetches += 1
+        else:
+            out.records.append(page_record(result, rules, stats, out.links))
+            if result.status is not None and result.elapsed_ms:
+                out.latencies.append(result.elapsed_ms / 1000)
+
+
+def page_record(result: FetchResult, rules: RecordRules, stats: CrawlStats, links: list[Link]) -> dict[str, Any]:
+    """A fetched URL's record, its counters, and its links added to ``links``."""
+    try:
+        record = fetch_record(result)
+        problem = unfollowed_redirect(result, rules.max_redirects)
+        if problem is not None:
+            rule, record["error"] = problem
+            record["outcome"], result.outlinks = "error", []
+            stats.dropped[rule] += 1
+        page_links = children(result, rules.max_depth, stats.dropped)
+    except Exception as exc:
+        record = fault_record(result, exc)
+        result.fault, page_links = type(exc).__name__, []
+    links.extend(page_links)
+    stats.outcomes[record["outcome"]] += 1
+    stats.statuses[str(result.status) if result.status is not None else error_kind(record["error"])] += 1
+    stats.bytes += result.size
+    stats.fetch_nodes[result.node] += 1
+    if result.fault is not None:
+        stats.faults[result.fault] += 1
+    if result.links_capped:
+        stats.events["outlinks_capped"] += 1
+    return record
+
+
+def terminal_records(terminals: list[Terminal], now: float, stats: CrawlStats) -> list[dict[str, Any]]:
+    """Records of URLs that ended inside the shard (robots.txt, a closed host, a budget, a queue bound)."""
+    for t in terminals:
+        stats.outcomes[t.outcome] += 1
+        if t.detail == HOST_BUDGET:
+            stats.dropped[HOST_BUDGET] += 1
+    return [terminal_record(t, now) for t in terminals]

@@ -1,0 +1,186 @@
+"""Everything a frontier shard does, without Ray: the shard actor is a shell that makes this class's calls.
+
+A shard owns its hosts (``FrontierShard``: queues, politeness clocks, robots.txt) and, now that no page passes
+through the coordinator, the work that follows from its URLs:
+
+- ``lease``: the round's leases and the ``ShardSummary`` the coordinator schedules by; leases are remembered by
+  the batch they went out in, so a fetch task that dies hands back exactly its own (``release_batches``);
+- ``settle``: results straight from the fetch task -- acked (the host's clock moves at once), then records
+  (to the shard's page buffer), WARC spans kept, and the links they add, screened (traps, scope) and kept until
+  the round's ``take_shares`` splits them by seen-set partition for the actor to ask;
+- ``answered`` / ``receive``: the partitions' answers become new URLs for their hosts' owners; URLs from other
+  shards are queued here;
+- ``take_output``: at a checkpoint cut, the WARC spans and nodes of this interval, for the coordinator's cut.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from raycrawl.core.crawl_loop import ShardSummary
+from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.link_routing import LinkRouter, PartitionShare
+from raycrawl.core.outlinks import Candidates, screen
+from raycrawl.core.parts import WarcLedger
+from raycrawl.core.records import FetchResult, Lease, Link, UrlEntry, WarcSpan
+from raycrawl.core.scope import ScopeKind, ScopePolicy
+from raycrawl.core.settle import RecordRules, Settled, ack_of, settle, terminal_records
+from raycrawl.core.stats import CrawlStats
+from raycrawl.core.traps import TrapRules
+
+RecordSink = Callable[[list[dict[str, Any]]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ShardSetup:
+    """What every shard of a crawl is made with (``actors/settings.py`` makes it from the crawl's config)."""
+
+    frontier: FrontierSettings
+    records: RecordRules
+    traps: TrapRules
+    scope: ScopeKind
+    seeds: tuple[str, ...]
+    allow: tuple[str, ...]
+    deny: tuple[str, ...]
+    shards: int
+    partitions: int
+    out: str = ""  # the output location (the actor writes its page parts there)
+    filesystem: Any = None
+    crawl_id: str = "crawl"
+
+
+@dataclass(slots=True)
+class ShardOutput:
+    """This interval's WARC, for the checkpoint cut: spans of results that became output, and the nodes that
+    wrote any (their buffers are cleaned even if nothing of theirs is kept)."""
+
+    spans: list[WarcSpan] = field(default_factory=list)
+    nodes: set[str] = field(default_factory=set)
+
+
+class ShardWork:
+    def __init__(
+        self, shard_id: int, setup: ShardSetup, records: RecordSink, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.shard_id = shard_id
+        self.setup = setup
+        self.frontier = FrontierShard(shard_id, setup.frontier, clock=clock)
+        self.router = LinkRouter(shard_id, setup.shards, setup.partitions)
+        self.scope = ScopePolicy(setup.scope, setup.seeds, setup.allow, setup.deny)
+        self._records = records
+        self._clock = clock
+        self._stats = CrawlStats(started_at=0.0)  # counted since the coordinator last asked
+        self._ledger = WarcLedger()
+        self._output = ShardOutput()
+        self._batches: dict[int, list[int]] = {}  # lease batch -> its lease ids
+        self._candidates: Candidates = {}  # links found since the last round, not asked about yet
+        self._latencies: list[float] = []  # of the results settled since the coordinator last asked (a metric)
+
+    # --- the coordinator's round ---------------------------------------------------------------------
+
+    def lease(
+        self, quota: int, horizon: float, drain: str | None, batch_id: int, finished: Sequence[int] = ()
+    ) -> tuple[list[Lease], ShardSummary]:
+        shard = self.frontier
+        for done in finished:  # (tasks that ended: their leases are all settled or released)
+            self._batches.pop(done, None)
+        shard.evict_idle()
+        if drain is not None:
+            shard.drain(drain)
+        self._end_terminals()
+        leases = shard.lease(quota, horizon) if quota > 0 else []
+        if leases:
+            self._batches[batch_id] = [lease.lease_id for lease in leases]
+        summary = ShardSummary(
+            leases=len(leases),
+            earliest=min((lease.not_before for lease in leases), default=None),
+            queued=shard.queued,
+            queued_paused=shard.queued_paused,
+            leased=shard.leased,
+            held=self.router.held,
+            next_due=shard.next_due(),
+            sent=list(self.router.sent),
+            received=list(self.router.received),
+            buffered=self._ledger.largest,
+            dead_partitions=self.router.held_partitions(),
+            stats=self._stats,
+            latencies=self._latencies,
+        )
+        self._stats, self._latencies = CrawlStats(started_at=0.0), []
+        return leases, summary
+
+    def release_batches(self, batch_ids: Iterable[int], reason: str) -> None:
+        """A fetch task died: the leases of its batches not settled yet go back (their hosts back off)."""
+        for batch_id in batch_ids:
+            self.frontier.release(self._batches.pop(batch_id, []), reason)
+        self._end_terminals()
+
+    # --- results, straight from the fetch task -------------------------------------------------------
+
+    def settle(self, results: list[FetchResult]) -> None:
+        """Ack the results, record the ones that count, and keep their links for the next ``take_shares``."""
+        reply = self.frontier.ack([ack_of(r) for r in results])
+        out = Settled()
+        settle(results, reply, self.setup.records, self._stats, out)
+        self._ledger.keep(out.kept)
+        for node in out.seen_nodes:
+            self._ledger.saw(node)
+        self._output.spans.extend(out.kept)
+        self._output.nodes.update(out.seen_nodes)
+        self._records(out.records)
+        self._end_terminals()  # (a robots.txt answer may have ended URLs queued for its host)
+        self._latencies.extend(out.latencies)
+        self.offer(out.links)
+
+    def offer(self, links: list[Link]) -> None:
+        """Candidate links (outlinks, or seeds), screened by trap rules and scope; the first found of each URL
+        is kept until the next ``take_shares``."""
+        found = self._candidates
+        for url, info in screen(links, self.setup.traps, self.scope, self._stats.dropped).items():
+            if url not in found:
+                found[url] = info
+
+    def take_shares(self) -> dict[int, PartitionShare]:
+        """The links found since the last call, split by seen-set partition: the actor asks each partition once
+        per coordinator round (one call per round instead of one per settled batch: a Ray call costs more than
+        the links it carries)."""
+        found, self._candidates = self._candidates, {}
+        return self.router.split(found)
+
+    def answered(self, partition: int, share: PartitionShare, answer: bytes) -> dict[int, list[UrlEntry]]:
+        """A partition's answer: the new URLs by owner shard (this one's already queued here)."""
+        new = self.router.answered(partition, share, answer)
+        self._stats.events["duplicate_links"] += len(share.entries) - len(new)
+        by_owner = self.router.by_owner(new)
+        mine = by_owner.pop(self.shard_id, None)
+        if mine is not None:
+            self.receive(mine, self.shard_id)
+        return by_owner
+
+    def receive(self, entries: list[UrlEntry], sender: int) -> None:
+        self.router.got(sender)
+        self.frontier.push(entries)
+        self._end_terminals()
+
+    def requeue(self, entries: list[UrlEntry]) -> None:
+        """URLs the seen-set has already taken (a checkpoint's pending pushes, from before shards routed links)."""
+        self.frontier.push(entries)
+        self._end_terminals()
+
+    def _end_terminals(self) -> None:
+        terminals = self.frontier.take_terminals()
+        if terminals:
+            self._records(terminal_records(terminals, self._clock(), self._stats))
+
+    # --- checkpoints ---------------------------------------------------------------------------------
+
+    def take_output(self) -> ShardOutput:
+        out, self._output = self._output, ShardOutput()
+        self._ledger.clear()
+        return out
+
+    def counts(self) -> dict[str, int]:
+        return dict(self.frontier.counters) | self.frontier.summary()

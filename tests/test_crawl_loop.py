@@ -1,0 +1,170 @@
+"""The coordinator's decisions without Ray (core/crawl_loop.py): budgets, launching, quiet and over, with a fake
+clock -- including the interleavings a real crawl meets: results and links still moving while a checkpoint
+waits, paused hosts at the end, a fetch task that dies."""
+
+from __future__ import annotations
+
+from raycrawl.config import CrawlConfig
+from raycrawl.core.crawl_loop import MAX_GATHER, MAX_IDLE_WAIT, MIN_ROUND, CrawlLoop, ShardSummary, StagedBatch
+from raycrawl.core.stats import CrawlStats
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(shards: int = 2, **kw: object) -> tuple[CrawlLoop, FakeClock]:
+    clock = FakeClock()
+    cfg = CrawlConfig(seeds=("http://a.test/",), **kw)  # type: ignore[arg-type]
+    return CrawlLoop(cfg, shards, clock=clock), clock
+
+
+def summary(shards: int = 2, **kw: object) -> ShardSummary:
+    s = ShardSummary(sent=[0] * shards, received=[0] * shards)
+    for key, value in kw.items():
+        setattr(s, key, value)
+    return s
+
+
+def answer(loop: CrawlLoop, *summaries: ShardSummary) -> None:
+    plan = loop.plan()
+    loop.answered(plan, list(summaries), [f"leases-{i}" for i in range(len(summaries))])
+
+
+def test_the_lease_budget_is_the_fetch_capacity_not_leased_yet() -> None:
+    loop, _ = make(max_tasks_in_flight=4, fetch_batch_size=32)
+    plan = loop.plan()
+    assert plan.quotas == [64, 64] and plan.drain is None and not plan.quiescing
+    loop.answered(plan, [summary(leased=100), summary(leased=20)], ["a", "b"])
+    assert sum(loop.plan().quotas) == 4 * 32 - 120
+    loop.paused = "operator"
+    assert sum(loop.plan().quotas) == 0
+
+
+def test_max_pages_bounds_the_budget_and_then_stops_the_crawl() -> None:
+    loop, _ = make(max_pages=50, leftovers="keep")
+    stats = CrawlStats(started_at=0.0)
+    stats.outcomes["fetched"] = 40
+    answer(loop, summary(leased=5, stats=stats), summary())
+    assert sum(loop.plan().quotas) == 5  # 50 - 40 fetched - 5 out
+    stats = CrawlStats(started_at=0.0)
+    stats.outcomes["fetched"] = 10
+    answer(loop, summary(stats=stats), summary())
+    plan = loop.plan()
+    assert loop.user_stop == "max-pages reached" and plan.quiescing and sum(plan.quotas) == 0
+
+
+def test_leftovers_recorded_drain_the_queues() -> None:
+    loop, clock = make(time_limit=5.0, leftovers="record")
+    clock.now += 6
+    plan = loop.plan()
+    assert plan.drain == "time limit reached" and sum(plan.quotas) == 0 and loop.user_stop is None
+
+
+def test_batches_wait_until_full_or_due_then_share_a_task() -> None:
+    loop, clock = make(fetch_batch_size=32, max_tasks_in_flight=4)
+    loop.staged = [StagedBatch(0, 1, 5, clock.now + 1.0), StagedBatch(1, 2, 5, clock.now + 1.02)]
+    assert loop.to_launch() == []  # not full, not due: more may join
+    clock.now += 0.96
+    (task,) = loop.to_launch()
+    assert [b.batch_id for b in task] == [1, 2] and loop.staged == []
+
+
+def test_tasks_are_capped_and_grow_when_more_is_due_than_full_tasks_carry() -> None:
+    loop, clock = make(fetch_batch_size=32, max_tasks_in_flight=2)
+    loop.staged = [StagedBatch(i % 2, i, 25, clock.now) for i in range(4)]
+    tasks = loop.to_launch()
+    assert [sum(b.leases for b in t) for t in tasks] == [50, 50]  # two tasks (the cap), each over 32 URLs
+    for i, task in enumerate(tasks):
+        loop.launched(i, task)
+    loop.staged = [StagedBatch(0, 9, 1, clock.now)]
+    assert loop.to_launch() == []  # no free slot
+
+
+def test_a_task_holds_only_batches_due_close_together() -> None:
+    loop, clock = make(fetch_batch_size=32, lease_horizon=0.15)
+    loop.staged = [StagedBatch(0, i, 1, clock.now + i * 0.04) for i in range(8)]
+    (task,) = loop.to_launch()
+    assert [b.batch_id for b in task] == [0, 1, 2]  # due within the window of the first; the rest is not due yet
+    assert [b.batch_id for b in loop.staged] == [3, 4, 5, 6, 7]
+
+
+def test_nothing_is_launched_while_a_checkpoint_waits_and_a_dead_task_gives_back_its_batches() -> None:
+    loop, clock = make(checkpoint_interval=10.0)
+    batch = StagedBatch(0, 7, 3, clock.now)
+    loop.launched("task-1", [batch])
+    clock.now += 10
+    assert loop.plan().quiescing and loop.checkpoint_due
+    loop.staged = [StagedBatch(1, 8, 3, clock.now)]
+    assert loop.to_launch() == []
+    assert loop.task_ended("task-1") == [batch] and loop.tasks == {}
+
+
+def test_quiet_only_when_no_task_runs_nothing_is_held_and_no_link_travels() -> None:
+    """A checkpoint's quiesce meets results still settling, links on their way, and a partition being rebuilt."""
+    loop, clock = make(checkpoint_interval=10.0)
+    loop.launched("task", [StagedBatch(0, 1, 2, clock.now)])
+    clock.now += 10
+    answer(loop, summary(leased=2), summary())
+    assert loop.checkpoint_due and not loop.quiet()  # a task is still settling its results
+    loop.task_ended("task")
+    # Its last results were settled by shard 0, whose links went to shard 1: sent, not received yet.
+    answer(loop, summary(sent=[3, 1], received=[3, 0]), summary(sent=[0, 0], received=[0, 0]))
+    assert not loop.quiet()
+    answer(loop, summary(sent=[3, 1], received=[3, 0], held=4), summary(received=[1, 0]))
+    assert not loop.quiet()  # shard 0 holds links for a partition that is being rebuilt
+    answer(loop, summary(sent=[3, 1], received=[3, 0]), summary(received=[1, 0]))
+    assert loop.quiet()
+    loop.checkpointed()
+    assert not loop.checkpoint_due and not loop.plan().quiescing
+
+
+def test_over_when_quiet_and_nothing_queued_or_leased_and_paused_hosts_drained_first() -> None:
+    loop, _ = make()
+    answer(loop, summary(queued=3), summary())
+    assert not loop.over()
+    answer(loop, summary(leased=1), summary())
+    assert not loop.over()
+    answer(loop, summary(queued=2, queued_paused=2), summary())
+    assert not loop.over() and loop.final_drain == "frontier exhausted"
+    assert loop.plan().drain == "frontier exhausted"
+    answer(loop, summary(), summary())
+    assert loop.over()
+
+
+def test_counters_from_the_shards_add_up() -> None:
+    loop, _ = make()
+    a, b = CrawlStats(started_at=0.0), CrawlStats(started_at=0.0)
+    a.outcomes["fetched"], a.bytes, b.outcomes["fetched"], b.dropped["out_of_scope"] = 3, 300, 2, 7
+    answer(loop, summary(stats=a), summary(stats=b))
+    assert loop.stats.pages_fetched == 5 and loop.stats.bytes == 300 and loop.stats.dropped["out_of_scope"] == 7
+    answer(loop, summary(), summary())
+    assert loop.stats.pages_fetched == 5  # (each summary carries only what moved since the last one)
+
+
+def test_the_next_round_comes_soon_while_urls_are_out_and_before_a_host_is_due() -> None:
+    loop, clock = make(delay=0.4, lease_horizon=0.3)
+    started = clock.now
+    answer(loop, summary(next_due=clock.now + 2.0), summary())
+    earliest, latest = loop.wake_at(started)
+    assert earliest == started + MIN_ROUND and latest == clock.now + MAX_IDLE_WAIT  # idle: every so often
+    answer(loop, summary(next_due=clock.now + 0.4), summary())
+    assert loop.wake_at(started)[1] == clock.now + 0.4 - 0.3  # a host due: lease it a horizon ahead
+    answer(loop, summary(leased=1, next_due=clock.now + 2.0), summary())
+    assert loop.wake_at(started)[1] == started + MAX_GATHER  # an answer may come any time: gather briefly
+
+
+def test_a_task_that_ended_frees_its_capacity_before_the_next_summaries() -> None:
+    loop, clock = make(max_tasks_in_flight=2, fetch_batch_size=10, max_pages=1000)
+    batch = StagedBatch(0, 1, 10, clock.now)
+    answer(loop, summary(leased=20), summary())
+    loop.launched("t", [batch])
+    assert loop.lease_budget() == 0
+    loop.task_ended("t")  # its results are all settled: its 10 leases are closed
+    assert loop.lease_budget() == 10
+    loop.cfg = loop.cfg.replace(max_pages=25)
+    assert loop.lease_budget() == 5  # ... but a page budget counts every lease the summaries still show
