@@ -22,28 +22,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from raycrawl.core.fetch_settings import DEFAULT_TRACKING_PARAMS as DEFAULT_TRACKING_PARAMS
+from raycrawl.core.fetch_settings import FetchSettings
+from raycrawl.core.frontier import FrontierSettings
+from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.robots_txt import product_token
+from raycrawl.core.settle import RecordRules
+from raycrawl.core.traps import TrapRules
 from raycrawl.errors import ConfigError
 
 ENV_PREFIX = "RAYCRAWL_"
-DEFAULT_TRACKING_PARAMS = (
-    "utm_*",
-    "gclid",
-    "dclid",
-    "fbclid",
-    "msclkid",
-    "yclid",
-    "igshid",
-    "mc_cid",
-    "mc_eid",
-    "_ga",
-    "_gl",
-)
 
 Scope = Literal["host", "domain", "any"]
 DedupKind = Literal["exact", "bloom"]
 CrawlDelayPolicy = Literal["cap", "skip"]
 Leftovers = Literal["keep", "record"]
+
+
+def _default(section: type, name: str) -> Any:
+    """A setting's default, from the section of settings that owns it (core/): each is defined once, there."""
+    return section.__dataclass_fields__[name].default  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,51 +52,51 @@ class CrawlConfig:
     seeds_file: str | None = None
     out: str = "crawl-out"
     max_pages: int | None = None
-    max_depth: int | None = None
+    max_depth: int | None = _default(RecordRules, "max_depth")
     time_limit: float | None = None
     scope: Scope = "host"
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
-    tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS
-    delay: float = 1.0
-    delay_factor: float = 1.0
-    min_delay: float = 0.0
-    max_delay: float = 60.0
-    max_crawl_delay: float = 30.0
-    crawl_delay_policy: CrawlDelayPolicy = "cap"
-    max_retry_after: float = 3600.0
-    backoff_base: float = 2.0
-    max_backoff: float = 600.0
-    pause_after: int = 3
-    per_host_concurrency: int = 1
+    tracking_params: tuple[str, ...] = _default(FetchSettings, "tracking_params")
+    delay: float = _default(DelayPolicy, "delay")
+    delay_factor: float = _default(DelayPolicy, "delay_factor")
+    min_delay: float = _default(DelayPolicy, "min_delay")
+    max_delay: float = _default(DelayPolicy, "max_delay")
+    max_crawl_delay: float = _default(DelayPolicy, "max_crawl_delay")
+    crawl_delay_policy: CrawlDelayPolicy = _default(FrontierSettings, "crawl_delay_policy")  # noqa: RUF009 (a str)
+    max_retry_after: float = _default(DelayPolicy, "max_retry_after")
+    backoff_base: float = _default(DelayPolicy, "backoff_base")
+    max_backoff: float = _default(DelayPolicy, "max_backoff")
+    pause_after: int = _default(FrontierSettings, "pause_after")
+    per_host_concurrency: int = _default(FrontierSettings, "per_host_concurrency")
     shards: int | None = None
     dedup: DedupKind = "exact"
     dedup_partitions: int | None = None
     bloom_capacity: int = 10_000_000
     bloom_error_rate: float = 0.001
-    user_agent: str = "raycrawl/0.1"
-    allow_private_networks: bool = False
-    allow_network: tuple[str, ...] = ()
+    user_agent: str = _default(FetchSettings, "user_agent")
+    allow_private_networks: bool = _default(FetchSettings, "allow_private_networks")
+    allow_network: tuple[str, ...] = _default(FetchSettings, "allow_network")
     resolve: tuple[str, ...] = ()
     ray_address: str | None = None
     fetch_batch_size: int = 32
     max_tasks_in_flight: int = 4
     fetch_task_cpus: float = 0.5
-    timeout: float = 30.0
-    fetch_deadline: float = 60.0
-    max_body_bytes: int = 10 * 1024 * 1024
-    keep_truncated: bool = False
-    max_redirects: int = 10
-    max_path_depth: int = 20
-    max_repeated_segments: int = 2
-    max_outlinks: int = 5000
-    max_pages_per_host: int | None = None
+    timeout: float = _default(FetchSettings, "timeout")
+    fetch_deadline: float = _default(FetchSettings, "fetch_deadline")
+    max_body_bytes: int = _default(FetchSettings, "max_body_bytes")
+    keep_truncated: bool = _default(FetchSettings, "keep_truncated")
+    max_redirects: int = _default(RecordRules, "max_redirects")
+    max_path_depth: int = _default(TrapRules, "max_path_depth")
+    max_repeated_segments: int = _default(TrapRules, "max_repeated_segments")
+    max_outlinks: int = _default(FetchSettings, "max_outlinks")
+    max_pages_per_host: int | None = _default(FrontierSettings, "max_pages_per_host")
     leftovers: Leftovers = "keep"
-    max_attempts: int = 3
-    max_queue_per_host: int = 100_000
-    max_queue_total: int = 2_000_000
+    max_attempts: int = _default(FrontierSettings, "max_attempts")
+    max_queue_per_host: int = _default(FrontierSettings, "max_queue_per_host")
+    max_queue_total: int = _default(FrontierSettings, "max_queue_total")
     lease_horizon: float = 0.3
-    robots_ttl: float = 24 * 3600.0
+    robots_ttl: float = _default(FrontierSettings, "robots_ttl")
     warc: bool = True
     checkpoint_interval: float = 30.0
     redis_url: str | None = None

@@ -78,7 +78,12 @@ def test_fetch_tasks_use_several_nodes_and_a_lost_node_loses_nothing(
             dedup_partitions=3,
         )
         crawl = Crawl(cfg).start()
-        wait_until(lambda: crawl.status().get("pages", 0) >= 500, 240, "500 pages before removing a node")
+        # A checkpoint first: the node's loss rolls the crawl back to it, and what both nodes fetched until then stays.
+        wait_until(
+            lambda: (s := crawl.status()).get("pages", 0) >= 500 and s.get("checkpoints", 0) >= 1,
+            240,
+            "500 pages and a checkpoint before removing a node",
+        )
         placement = crawl.placement()
         assert len(set(placement["shards"])) >= 2 and len(set(placement["partitions"])) >= 2, placement
         # The driver's node holds the coordinator: keep it. Remove a worker node that holds a shard.

@@ -145,3 +145,32 @@ def test_crawlconfig_mistakes_from_python_name_the_field(kwargs: dict[str, objec
 
 def test_lists_are_taken_where_tuples_are_declared() -> None:
     assert CrawlConfig(seeds=["http://a.test/"], deny=["x"]).seeds == ("http://a.test/",)  # type: ignore[arg-type]
+
+
+def test_each_setting_is_defined_once_in_the_section_that_takes_it() -> None:
+    """A section of core/ (politeness, frontier, fetch, traps, records) takes its settings from the config by
+    name: same defaults (they are the config's), and a value set in the config reaches the section."""
+    import dataclasses
+
+    from raycrawl.actors.settings import fetch_settings, frontier_settings, section
+    from raycrawl.core.fetch_settings import FetchSettings
+    from raycrawl.core.frontier import FrontierSettings
+    from raycrawl.core.politeness import DelayPolicy
+    from raycrawl.core.settle import RecordRules
+    from raycrawl.core.traps import TrapRules
+
+    config_fields = {f.name: f for f in dataclasses.fields(CrawlConfig)}
+    shared = 0
+    for cls in (DelayPolicy, FrontierSettings, FetchSettings, TrapRules, RecordRules):
+        for f in dataclasses.fields(cls):
+            if f.name in config_fields:
+                shared += 1
+                assert f.default == config_fields[f.name].default, f"{cls.__name__}.{f.name}"
+    assert shared >= 29
+    cfg = CrawlConfig(seeds=("http://a.test/",), max_queue_total=7, delay=0.5, fetch_deadline=9.0, max_redirects=4,
+                      max_path_depth=6, tracking_params=("x",), allow_network=("127.0.0.0/8",))  # fmt: skip
+    frontier = frontier_settings(cfg)
+    assert frontier.max_queue_total == 7 and frontier.policy.delay == 0.5
+    fetch = fetch_settings(cfg, "out", None)
+    assert fetch.fetch_deadline == 9.0 and fetch.tracking_params == ("x",) and fetch.allow_network == ("127.0.0.0/8",)
+    assert section(RecordRules, cfg).max_redirects == 4 and section(TrapRules, cfg).max_path_depth == 6

@@ -91,7 +91,9 @@ def warc_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def fetcher(warc_dir: Path) -> Iterator[Fetcher]:
-    f = Fetcher(FetchSettings(timeout=2.0, deadline=3.0, allow_networks=("127.0.0.1/32",), warc_buffer=str(warc_dir)))
+    f = Fetcher(
+        FetchSettings(timeout=2.0, fetch_deadline=3.0, allow_network=("127.0.0.1/32",), warc_buffer=str(warc_dir))
+    )
     yield f
     f.close()
 

@@ -73,7 +73,7 @@ def allow(web: TestWeb, host: int = 0) -> tuple[str, ...]:
 
 
 def test_a_page_is_fetched_with_our_headers_and_its_links(web: TestWeb, tmp_path: Path) -> None:
-    settings = FetchSettings(user_agent="raycrawl-test/1", allow_networks=allow(web), warc_buffer=str(tmp_path))
+    settings = FetchSettings(user_agent="raycrawl-test/1", allow_network=allow(web), warc_buffer=str(tmp_path))
     url = web.graph.url(0, 0)
     before = len(web.requests())
     [result] = fetch(settings, [url])
@@ -86,7 +86,7 @@ def test_a_page_is_fetched_with_our_headers_and_its_links(web: TestWeb, tmp_path
 
 
 def test_connections_are_kept_alive_across_a_process_requests(web: TestWeb) -> None:
-    settings = FetchSettings(allow_networks=allow(web))
+    settings = FetchSettings(allow_network=allow(web))
     urls = [web.graph.url(0, p) for p in range(1, 4)]
     before = len(web.requests())
     results = fetch(settings, urls, spacing=0.1)  # one after another: one connection can carry them all
@@ -104,7 +104,7 @@ def test_loopback_is_refused_by_default_and_nothing_is_sent(web: TestWeb) -> Non
 
 def test_a_name_goes_to_its_checked_address_with_its_own_host_header(web: TestWeb) -> None:
     port = web.graph.netloc(0).rsplit(":", 1)[1]
-    settings = FetchSettings(resolve=(("site.test", web.graph.ip(0)),), allow_networks=allow(web))
+    settings = FetchSettings(resolve=(("site.test", web.graph.ip(0)),), allow_network=allow(web))
     before = len(web.requests())
     [result] = fetch(settings, [f"http://site.test:{port}/"])
     [seen] = web.requests()[before:]
@@ -113,7 +113,7 @@ def test_a_name_goes_to_its_checked_address_with_its_own_host_header(web: TestWe
 
 
 def test_a_name_resolving_to_a_refused_address_never_connects(web: TestWeb, canary: list[int]) -> None:
-    settings = FetchSettings(resolve=(("evil.test", CANARY_IP),), allow_networks=allow(web))
+    settings = FetchSettings(resolve=(("evil.test", CANARY_IP),), allow_network=allow(web))
     literal = f"http://{CANARY_IP}:{canary[1]}/"
     results = fetch(settings, [f"http://evil.test:{canary[1]}/", literal])
     assert [(r.status, r.error, r.transient) for r in results] == [(None, "BlockedAddress", False)] * 2
@@ -121,7 +121,7 @@ def test_a_name_resolving_to_a_refused_address_never_connects(web: TestWeb, cana
 
 
 def test_robots_redirects_are_followed_and_page_redirects_are_handed_back(web: TestWeb) -> None:
-    settings = FetchSettings(allow_networks=allow(web, 1))
+    settings = FetchSettings(allow_network=allow(web, 1))
     netloc = web.graph.netloc(1)
     before = len(web.requests())
     [robots] = fetch(settings, [f"http://{netloc}/robots.txt"], kind="robots")
@@ -132,14 +132,14 @@ def test_robots_redirects_are_followed_and_page_redirects_are_handed_back(web: T
 
 
 def test_a_body_over_the_limit_is_cut_and_not_parsed(web: TestWeb) -> None:
-    [result] = fetch(FetchSettings(allow_networks=allow(web), max_body_bytes=100), [web.graph.url(0, 5)])
+    [result] = fetch(FetchSettings(allow_network=allow(web), max_body_bytes=100), [web.graph.url(0, 5)])
     assert result.status == 200 and result.truncated and result.size == 100 and result.outlinks == []
 
 
 def test_a_slow_server_is_cut_by_the_read_timeout_or_the_deadline(web: TestWeb) -> None:
     url = web.graph.url(2, 0)  # answers after 2 s
-    [by_timeout] = fetch(FetchSettings(allow_networks=allow(web, 2), timeout=0.3, deadline=10), [url])
-    [by_deadline] = fetch(FetchSettings(allow_networks=allow(web, 2), timeout=10, deadline=0.3), [url])
+    [by_timeout] = fetch(FetchSettings(allow_network=allow(web, 2), timeout=0.3, fetch_deadline=10), [url])
+    [by_deadline] = fetch(FetchSettings(allow_network=allow(web, 2), timeout=10, fetch_deadline=0.3), [url])
     assert by_timeout.status is None and by_timeout.transient and by_timeout.error is not None
     assert "Deadline" not in by_timeout.error and "Timeout" in by_timeout.error
     assert by_deadline.status is None and by_deadline.transient and by_deadline.error == "Deadline: not done in 0.3 s"
@@ -152,7 +152,7 @@ def test_the_synthetic_web_answers_in_process_as_the_served_one(web: TestWeb, mo
     synthetic = SyntheticWeb(web.spec, web.port)
     assert SyntheticWeb.from_env(synthetic.env()) is not None and SyntheticWeb.from_env({}) is None
     urls = [web.graph.url(0, 0), web.graph.url(0, 3), web.graph.url(0, 10**6), web.graph.url(0, 0) + "robots.txt"]
-    served = fetch(FetchSettings(allow_networks=("127.0.0.0/8",)), urls)
+    served = fetch(FetchSettings(allow_network=("127.0.0.0/8",)), urls)
     before = len(web.requests())
     monkeypatch.setenv(*next(iter(synthetic.env().items())))
     answered = fetch(FetchSettings(), urls)  # (no network allowed at all: nothing could be sent)

@@ -17,7 +17,8 @@ from typing import Any
 
 import ray
 
-from raycrawl.adapters.fetcher import FetchSettings, fetcher_for
+from raycrawl.adapters.fetcher import fetcher_for
+from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.records import FetchResult, Lease
 
 NODE_ID_CHARS = 12

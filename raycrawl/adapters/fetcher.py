@@ -41,6 +41,7 @@ from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path
 from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
 from raycrawl.core.clean import clean_text, describe_exception
 from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodingError
+from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links, is_html
 from raycrawl.core.records import FetchResult, Lease, WarcSpan
@@ -53,22 +54,6 @@ TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
 MAX_CONTENT_TYPE = 200  # characters of a Content-Type kept in a record (a real one is far shorter)
-
-
-@dataclass(frozen=True, slots=True)
-class FetchSettings:
-    user_agent: str = "raycrawl/0.1"
-    timeout: float = 30.0
-    deadline: float = 60.0
-    max_body_bytes: int = 10 * 1024 * 1024
-    keep_truncated: bool = False
-    max_outlinks: int = 5000
-    tracking_params: tuple[str, ...] = ()
-    resolve: tuple[tuple[str, str], ...] = ()
-    warc_buffer: str | None = None  # where WARC records wait for the next cut: a directory under the node's temp dir
-    warc_info: tuple[tuple[str, str], ...] = ()  # the fields of each WARC file's warcinfo record
-    allow_private_networks: bool = False
-    allow_networks: tuple[str, ...] = ()
 
 
 class RedirectFailed(ValueError):
@@ -84,7 +69,7 @@ class AddressGuard:
 
     def __init__(self, settings: FetchSettings) -> None:
         self._allow_private = settings.allow_private_networks
-        self._networks = parse_networks(settings.allow_networks)
+        self._networks = parse_networks(settings.allow_network)
 
     def allowed(self, address: str) -> bool:
         return address_allowed(address, self._allow_private, self._networks)
@@ -244,7 +229,7 @@ class Fetcher:
         s = self.settings
         wait = max(0.0, lease.not_before - time.time())
         # A lease that could expire before this fetch ends may be handed out again: sending could break politeness.
-        if time.time() + wait + s.deadline + 5.0 > lease.expires_at:
+        if time.time() + wait + s.fetch_deadline + 5.0 > lease.expires_at:
             r.error, r.transient = "LeaseExpired", True
             r.responded_at = r.ended_at = time.time()
             return ex
@@ -255,7 +240,7 @@ class Fetcher:
         limit = MAX_ROBOTS_BYTES if lease.kind == "robots" else s.max_body_bytes
         try:
             # The whole fetch, however the server dribbles its bytes, ends by the deadline.
-            async with asyncio.timeout(s.deadline):
+            async with asyncio.timeout(s.fetch_deadline):
                 for hop in range(hops + 1):
                     await self._send(url, ex, limit)
                     if not (r.status in REDIRECT_STATUSES and hop < hops):
@@ -269,7 +254,7 @@ class Fetcher:
         except aiohttp.ClientError as exc:  # (aiohttp's connect and read timeouts are TimeoutErrors too)
             r.error, r.transient = type(exc).__name__, not isinstance(exc, ValueError)  # (InvalidURL is)
         except TimeoutError:  # (an OSError: before that clause)
-            r.error, r.transient = f"Deadline: not done in {s.deadline:g} s", True
+            r.error, r.transient = f"Deadline: not done in {s.fetch_deadline:g} s", True
         except (OSError, ValueError, BlockedAddress) as exc:
             r.error = type(exc).__name__ if not isinstance(exc, DecodingError) else describe_exception(exc)
             # (a failed robots.txt hop may work later: asked again, as for any unreachable robots.txt)

@@ -56,7 +56,7 @@ class FrontierSettings:
     ua_token: str = "raycrawl"
     max_attempts: int = 3
     max_queue_per_host: int = 100_000
-    max_queue_total: int = 1_000_000
+    max_queue_total: int = 2_000_000
     max_pages_per_host: int | None = None  # URLs admitted per host over the whole crawl
     hold_over_budget: bool = True  # past max_pages_per_host: hold URLs for a resume with a larger budget (else end)
     lease_ttl: float = 120.0

@@ -1,0 +1,40 @@
+"""What a fetch worker needs to know: the fetch section of the crawl's settings (pure data).
+
+Its fields carry the names of the configuration's (``CrawlConfig``), whose defaults are these: a setting is
+defined once, here, and ``actors/settings.section`` fills it from the config by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Query parameters that only track the visitor: dropped when URLs are canonicalised (``*`` ends a prefix).
+DEFAULT_TRACKING_PARAMS = (
+    "utm_*",
+    "gclid",
+    "dclid",
+    "fbclid",
+    "msclkid",
+    "yclid",
+    "igshid",
+    "mc_cid",
+    "mc_eid",
+    "_ga",
+    "_gl",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    user_agent: str = "raycrawl/0.1"
+    timeout: float = 30.0  # seconds to connect, and between two reads
+    fetch_deadline: float = 60.0  # seconds for a whole exchange, however the server dribbles its bytes
+    max_body_bytes: int = 10 * 1024 * 1024
+    keep_truncated: bool = False
+    max_outlinks: int = 5000
+    tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS
+    resolve: tuple[tuple[str, str], ...] = ()  # (name, address) pairs (the config's HOST=IP strings, parsed)
+    warc_buffer: str | None = None  # where WARC records wait for the next cut: a directory under the node's temp dir
+    warc_info: tuple[tuple[str, str], ...] = ()  # the fields of each WARC file's warcinfo record
+    allow_private_networks: bool = False
+    allow_network: tuple[str, ...] = ()
