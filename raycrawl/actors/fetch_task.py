@@ -22,6 +22,11 @@ from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.records import FetchResult, Lease
 
 NODE_ID_CHARS = 12
+# A result waits at most this long for others to its shard before it is sent (one call then carries them all:
+# a Ray call costs a fetch worker more than a page's own work). Its host's next lease waits for the coordinator's
+# round anyway, and the next request for the host's delay, counted from when the server answered.
+SETTLE_EVERY = 0.02
+SETTLE_BATCH = 64  # ... or until this many are waiting
 
 
 @ray.remote(max_retries=0)
@@ -30,14 +35,25 @@ def fetch_batch(settings: FetchSettings, epoch: int, shards: list[Any], *batches
     node = node_id[:NODE_ID_CHARS]
     leases = [lease for batch in batches for lease in batch]
     settling: list[Any] = []
-    for results in fetcher_for(settings).fetch_stream(leases, epoch):
-        by_shard: dict[int, list[FetchResult]] = {}
+    waiting: dict[int, list[FetchResult]] = {}
+    since = 0.0  # when the oldest waiting result came
+
+    def send() -> None:
+        settling.extend(shards[shard].settle.remote(group) for shard, group in waiting.items())
+        waiting.clear()
+
+    for results in fetcher_for(settings).fetch_stream(leases, epoch, tick=SETTLE_EVERY):
         for result in results:
             result.node = node
             if result.warc is not None:
                 result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
-            by_shard.setdefault(result.lease.shard, []).append(result)
-        settling.extend(shards[shard].settle.remote(group) for shard, group in by_shard.items())
+            waiting.setdefault(result.lease.shard, []).append(result)
+        now = time.monotonic()
+        if results and len(results) == sum(map(len, waiting.values())):
+            since = now
+        if waiting and (now - since >= SETTLE_EVERY or sum(map(len, waiting.values())) >= SETTLE_BATCH):
+            send()
+    send()
     ray.get(settling)  # (a shard that died fails the task: the coordinator rolls the crawl back anyway)
     return len(leases)
 

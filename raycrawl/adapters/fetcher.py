@@ -180,8 +180,11 @@ class Fetcher:
             self._warc.close()
         self._warc = WarcSink(buffer_path(self.settings.warc_buffer), epoch, dict(self.settings.warc_info))
 
-    def fetch_stream(self, leases: Sequence[Lease], epoch: int = 0) -> Iterator[list[FetchResult]]:
-        """Results in small groups, as their requests complete.
+    def fetch_stream(
+        self, leases: Sequence[Lease], epoch: int = 0, tick: float | None = None
+    ) -> Iterator[list[FetchResult]]:
+        """Results in small groups, as their requests complete; with ``tick``, an empty group whenever that long
+        passes without one (so the caller can act on time, e.g. send what it holds).
 
         Leases in one batch are due at different times; streaming lets each host's answer reach its shard at
         once instead of when the batch's last URL is done, so no host waits on another host's schedule.
@@ -193,7 +196,11 @@ class Fetcher:
             future.add_done_callback(functools.partial(_report, done, lease))
         remaining = len(leases)
         while remaining:
-            group = [done.get()]
+            try:
+                group = [done.get(timeout=tick)]
+            except queue.Empty:
+                yield []
+                continue
             while True:  # take whatever else has completed meanwhile
                 try:
                     group.append(done.get_nowait())

@@ -31,6 +31,12 @@ _DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-
 # zlib's default. warcio's own gzip uses 9, which took ~5 of the ~8 ms of writing a 230 KB page here (6: ~2.5 ms)
 # for a few percent smaller files.
 GZIP_LEVEL = 6
+# Every record is a gzip member of its own, so a compressor is made per record. zlib's default memLevel (8) makes
+# it allocate and clear ~256 KB each time, which costs more than compressing a small record: below SMALL_RECORD
+# bytes memLevel 5 is used (1.5 KB: 32 -> 19 us, same output). Not above: on a 300 KB page of random letters it
+# took 17.4 ms against 8.5 ms (and 1% more bytes).
+GZIP_SMALL_MEM_LEVEL = 5
+SMALL_RECORD = 16 * 1024
 
 
 class _GzipMembers:
@@ -42,19 +48,20 @@ class _GzipMembers:
 
     def __init__(self, file: BinaryIO) -> None:
         self._file = file
-        self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-        self._pending = False
+        self._parts: list[bytes] = []
 
     def write(self, data: bytes) -> int:
-        self._file.write(self._compressor.compress(data))
-        self._pending = True
+        self._parts.append(bytes(data))
         return len(data)
 
     def flush(self) -> None:
-        if self._pending:  # (an empty member would be a valid but pointless 20 bytes)
-            self._file.write(self._compressor.flush())
-            self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-            self._pending = False
+        if not self._parts:  # (an empty member would be a valid but pointless 20 bytes)
+            return
+        data = b"".join(self._parts)
+        self._parts = []
+        mem_level = GZIP_SMALL_MEM_LEVEL if len(data) < SMALL_RECORD else zlib.DEF_MEM_LEVEL
+        compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16, mem_level)
+        self._file.write(compressor.compress(data) + compressor.flush())
 
 
 BUFFER_ROOT = "raycrawl-buffers"
@@ -144,11 +151,14 @@ class WarcSink:
             extra["WARC-IP-Address"] = ip
         if truncated:
             extra["WARC-Truncated"] = "length"  # WARC 1.1 section 5.13
+        # With the lengths given, warcio digests the bodies where they are instead of copying each into a temporary
+        # file first (that copy was ~10% of a fetch worker's CPU).
         response_record = w.create_warc_record(
-            url, "response", payload=io.BytesIO(body), http_headers=response, warc_headers_dict=extra
-        )
+            url, "response", payload=io.BytesIO(body), length=len(body), http_headers=response,
+            warc_headers_dict=extra,
+        )  # fmt: skip
         request_record = w.create_warc_record(
-            url, "request", payload=io.BytesIO(b""), http_headers=request,
+            url, "request", payload=io.BytesIO(b""), length=0, http_headers=request,
             warc_headers_dict={"WARC-Warcinfo-ID": self._warcinfo_id},
         )  # fmt: skip
         w.write_request_response_pair(request_record, response_record)
