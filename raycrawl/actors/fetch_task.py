@@ -42,7 +42,7 @@ def fetch_batch(settings: FetchSettings, epoch: int, shards: list[Any], *batches
         settling.extend(shards[shard].settle.remote(group) for shard, group in waiting.items())
         waiting.clear()
 
-    for results in fetcher_for(settings).fetch_stream(leases, epoch, tick=SETTLE_EVERY):
+    for results in fetcher_for(settings).fetch_stream(leases, epoch, tick=SETTLE_EVERY, node=node_id):
         for result in results:
             result.node = node
             if result.warc is not None:

@@ -42,10 +42,17 @@ class OutputUnwritable(Exception):
 
 @ray.remote(num_cpus=0, max_retries=0)
 def store_warc_parts(
-    location: str, filesystem: Any, buffer: str, epoch: int, plan: dict[str, Ranges], shared_marker: str | None
+    location: str,
+    filesystem: Any,
+    buffer: str,
+    node: str,
+    epoch: int,
+    plan: dict[str, Ranges],
+    shared_marker: str | None,
 ) -> tuple[list[str], str | None]:
-    """On one node: copy the kept spans of its buffer files into ``warc/``, then delete its buffers of ``epoch``
-    and before. Returns the parts stored, and why not all could be (then nothing is deleted)."""
+    """On ``node``: copy the kept spans of its buffer files into ``warc/``, then delete its buffers of ``epoch``
+    and before (its own only: nodes on one disk keep theirs apart). Returns the parts stored, and why not all
+    could be (then nothing is deleted)."""
     storage = open_storage(location, filesystem)
     if shared_marker is not None and not storage.exists(shared_marker):
         node = ray.get_runtime_context().get_node_id()[:12]
@@ -53,7 +60,7 @@ def store_warc_parts(
             f"out: {storage.root} is not on a filesystem node {node} shares with the driver; "
             "give a URI (s3://bucket/prefix, gs://..., abfs://...) or a directory every node mounts"
         )
-    directory = buffer_path(buffer)
+    directory = os.path.join(buffer_path(buffer), node)
     stored: list[str] = []
     try:
         for file, ranges in plan.items():
@@ -111,7 +118,7 @@ class OutputParts:
         nodes = self.ledger.nodes() if self.buffer is not None else []
         refs = [
             store_warc_parts.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
-                self.location, self.filesystem, self.buffer, epoch, self.ledger.plan(node), self.shared_marker
+                self.location, self.filesystem, self.buffer, node, epoch, self.ledger.plan(node), self.shared_marker
             )
             for node in nodes
         ]

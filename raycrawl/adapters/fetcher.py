@@ -23,6 +23,7 @@ import asyncio
 import atexit
 import functools
 import hashlib
+import os
 import queue
 import socket
 import ssl
@@ -170,26 +171,30 @@ class Fetcher:
         if self._warc is not None:
             self._warc.close()
 
-    def _use_epoch(self, epoch: int) -> None:
-        """WARC records go to a buffer file of the current checkpoint epoch (see adapters/warc.py)."""
+    def _use_epoch(self, epoch: int, node: str) -> None:
+        """WARC records go to a buffer file of the current checkpoint epoch (see adapters/warc.py), in a directory of
+        the node's own: nodes that share a disk (several on one machine, a shared temp directory) never clean up
+        each other's buffers at a cut."""
         if self.settings.warc_buffer is None:
             return
         if self._warc is not None and self._warc.epoch == epoch and self._warc.path.exists():
             return  # (a cut that failed may have taken this epoch's file already: then a new one is needed)
         if self._warc is not None:
             self._warc.close()
-        self._warc = WarcSink(buffer_path(self.settings.warc_buffer), epoch, dict(self.settings.warc_info))
+        directory = os.path.join(buffer_path(self.settings.warc_buffer), node)
+        self._warc = WarcSink(directory, epoch, dict(self.settings.warc_info))
 
     def fetch_stream(
-        self, leases: Sequence[Lease], epoch: int = 0, tick: float | None = None
+        self, leases: Sequence[Lease], epoch: int = 0, tick: float | None = None, node: str = ""
     ) -> Iterator[list[FetchResult]]:
         """Results in small groups, as their requests complete; with ``tick``, an empty group whenever that long
-        passes without one (so the caller can act on time, e.g. send what it holds).
+        passes without one (so the caller can act on time, e.g. send what it holds). WARC goes to the ``node``
+        directory of the buffer.
 
         Leases in one batch are due at different times; streaming lets each host's answer reach its shard at
         once instead of when the batch's last URL is done, so no host waits on another host's schedule.
         """
-        self._use_epoch(epoch)
+        self._use_epoch(epoch, node)
         done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]] = queue.SimpleQueue()
         for lease in leases:
             future = asyncio.run_coroutine_threadsafe(self._fetch_one(lease), self._loop)
