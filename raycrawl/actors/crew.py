@@ -15,7 +15,6 @@ import ray
 from ray.exceptions import RayActorError
 
 from raycrawl.core.outlinks import seed_links
-from raycrawl.core.partitions import merge_stats
 from raycrawl.core.records import UrlEntry
 from raycrawl.core.shard_work import ShardSetup
 from raycrawl.core.sharding import shard_for
@@ -107,9 +106,6 @@ class Crew:
         """The node of each shard and each partition (Ray node ids), in their order."""
         nodes = ray.get([a.node.remote() for a in [*self.shards, *self.partitions]])
         return {"shards": nodes[: len(self.shards)], "partitions": nodes[len(self.shards) :]}
-
-    def seen_stats(self) -> dict[str, Any]:
-        return merge_stats(ray.get([p.stats.remote() for p in self.partitions]))
 
     def kill(self) -> None:
         for actor in [*self.shards, *self.partitions]:
