@@ -36,11 +36,14 @@ def fetch_batch(settings: FetchSettings, epoch: int, shards: list[Any], *batches
     leases = [lease for batch in batches for lease in batch]
     settling: list[Any] = []
     waiting: dict[int, list[FetchResult]] = {}
+    held = 0  # results in waiting
     since = 0.0  # when the oldest waiting result came
 
     def send() -> None:
+        nonlocal held
         settling.extend(shards[shard].settle.remote(group) for shard, group in waiting.items())
         waiting.clear()
+        held = 0
 
     for results in fetcher_for(settings).fetch_stream(leases, epoch, tick=SETTLE_EVERY, node=node_id):
         for result in results:
@@ -49,9 +52,10 @@ def fetch_batch(settings: FetchSettings, epoch: int, shards: list[Any], *batches
                 result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
             waiting.setdefault(result.lease.shard, []).append(result)
         now = time.monotonic()
-        if results and len(results) == sum(map(len, waiting.values())):
+        if results and not held:
             since = now
-        if waiting and (now - since >= SETTLE_EVERY or sum(map(len, waiting.values())) >= SETTLE_BATCH):
+        held += len(results)
+        if held and (now - since >= SETTLE_EVERY or held >= SETTLE_BATCH):
             send()
     send()
     ray.get(settling)  # (a shard that died fails the task: the coordinator rolls the crawl back anyway)

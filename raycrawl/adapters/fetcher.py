@@ -31,7 +31,6 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urljoin
 
 import aiohttp
@@ -132,6 +131,7 @@ class Fetcher:
         self._thread = threading.Thread(target=self._loop.run_forever, name="raycrawl-fetch-loop", daemon=True)
         self._thread.start()
         self._warc: WarcSink | None = None
+        self._running: set[asyncio.Task[_Exchange]] = set()
         from raycrawl.testing.synthetic import SyntheticWeb  # (benchmarks only: see there)
 
         self._synthetic = SyntheticWeb.from_env()
@@ -196,9 +196,8 @@ class Fetcher:
         """
         self._use_epoch(epoch, node)
         done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]] = queue.SimpleQueue()
-        for lease in leases:
-            future = asyncio.run_coroutine_threadsafe(self._fetch_one(lease), self._loop)
-            future.add_done_callback(functools.partial(_report, done, lease))
+        # One wake-up of the loop for the whole batch: a cross-thread call per URL cost ~5% of a fetch worker.
+        self._loop.call_soon_threadsafe(self._start, leases, done)
         remaining = len(leases)
         while remaining:
             try:
@@ -234,6 +233,25 @@ class Fetcher:
         return item.result
 
     # --- on the loop ---------------------------------------------------------------------------------
+
+    def _start(self, leases: Sequence[Lease], done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]]) -> None:
+        for lease in leases:
+            task = self._loop.create_task(self._fetch_one(lease))
+            self._running.add(task)  # (the loop keeps only a weak reference to a task)
+            task.add_done_callback(functools.partial(self._report, done, lease))
+
+    def _report(
+        self,
+        done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]],
+        lease: Lease,
+        task: asyncio.Task[_Exchange],
+    ) -> None:
+        """A fetch is over: its exchange (or what escaped it) joins the caller's queue, with its lease."""
+        self._running.discard(task)
+        if task.cancelled():  # (only when the loop is closing under it)
+            done.put((lease, asyncio.CancelledError("fetch cancelled")))
+        else:
+            done.put((lease, task.exception() or task.result()))
 
     async def _fetch_one(self, lease: Lease) -> _Exchange:
         ex = _Exchange(FetchResult(lease=lease))
@@ -382,12 +400,6 @@ def _reason_bytes(reason: str) -> bytes:
         return reason.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         return reason.encode("utf-8", "replace")
-
-
-def _report(done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]], lease: Lease, future: Any) -> None:
-    """A fetch's future is done: its exchange (or the exception that escaped it) joins the queue, with its lease."""
-    exc: BaseException | None = future.exception()
-    done.put((lease, exc if exc is not None else future.result()))
 
 
 _FETCHERS: dict[FetchSettings, Fetcher] = {}

@@ -47,7 +47,7 @@ class _GzipMembers:
     """
 
     def __init__(self, file: BinaryIO) -> None:
-        self._file = file
+        self.file = file  # (may be swapped between records)
         self._parts: list[bytes] = []
 
     def write(self, data: bytes) -> int:
@@ -61,7 +61,7 @@ class _GzipMembers:
         self._parts = []
         mem_level = GZIP_SMALL_MEM_LEVEL if len(data) < SMALL_RECORD else zlib.DEF_MEM_LEVEL
         compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16, mem_level)
-        self._file.write(compressor.compress(data) + compressor.flush())
+        self.file.write(compressor.compress(data) + compressor.flush())
 
 
 BUFFER_ROOT = "raycrawl-buffers"
@@ -123,10 +123,13 @@ class WarcSink:
         name = f"raycrawl-e{epoch:06d}-{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000)}.warc.gz"
         self.path = Path(directory) / name
         self._file = self.path.open("ab")
-        writer = WARCWriter(_GzipMembers(self._file), gzip=False, warc_version=WARC_VERSION)
-        warcinfo = writer.create_warcinfo_record(name, dict(info or {"software": "raycrawl"}))
+        # One writer for the file's life (making one costs a hostname lookup and a parser); each record is built
+        # in a buffer of its own, swapped in under the writer.
+        self._members = _GzipMembers(self._file)
+        self._writer = WARCWriter(self._members, gzip=False, warc_version=WARC_VERSION)
+        warcinfo = self._writer.create_warcinfo_record(name, dict(info or {"software": "raycrawl"}))
         self._warcinfo_id: str = warcinfo.rec_headers.get_header("WARC-Record-ID")
-        writer.write_record(warcinfo)
+        self._writer.write_record(warcinfo)
         self._file.flush()
         self.head = self._file.tell()  # the warcinfo record's end: every part made of this file starts with it
 
@@ -145,7 +148,8 @@ class WarcSink:
         request = StatusAndHeaders(f"GET {path_of(url)} HTTP/1.1", request_headers, is_http_request=True)
         response = _RawHeaders(status, len(body))
         buffer = io.BytesIO()
-        w = WARCWriter(_GzipMembers(buffer), gzip=False, warc_version=WARC_VERSION)
+        self._members.file = buffer
+        w = self._writer
         extra = {"WARC-Warcinfo-ID": self._warcinfo_id}
         if ip:
             extra["WARC-IP-Address"] = ip
