@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from raycrawl.core.robots_txt import RobotsGroup, RobotsLimits, parse_robots, product_token
+from raycrawl.core.robots_txt import RobotsGroup, RobotsLimits, parse_robots, product_token, robots_sitemaps
 from raycrawl.core.urls import path_of
 
 MAX_ROBOTS_BYTES = 512 * 1024  # RFC 9309 asks parsers to read at least 500 KiB
@@ -31,6 +31,7 @@ class RobotsRules:
     fetched_at: float = 0.0
     expires_at: float = 0.0
     group: RobotsGroup | None = None  # the rules for our product token (parsed files only)
+    sitemaps: tuple[str, ...] = ()  # the file's Sitemap: lines, as written
 
     @property
     def unreachable(self) -> bool:
@@ -44,6 +45,7 @@ class RobotsRules:
             "fetched_at": self.fetched_at,
             "expires_at": self.expires_at,
             "group": self.group.to_dict() if self.group is not None else None,
+            "sitemaps": list(self.sitemaps),
         }
 
     @classmethod
@@ -56,7 +58,8 @@ class RobotsRules:
             group = parse_robots(str(d.get("text", "")).encode("utf-8", "surrogateescape"), token)
         else:
             group = None
-        return cls(d["verdict"], d["status"], d["crawl_delay"], d["fetched_at"], d["expires_at"], group)
+        sitemaps = tuple(str(u) for u in d.get("sitemaps", ()))
+        return cls(d["verdict"], d["status"], d["crawl_delay"], d["fetched_at"], d["expires_at"], group, sitemaps)
 
     def allows(self, request_url: str) -> bool:
         """May this URL, spelled as it will be requested, be fetched?"""
@@ -88,7 +91,7 @@ def rules_from_fetch(
             if end >= 0:
                 data = data[: end + 1]  # a line cut short could say less than it meant
         group = parse_robots(data, token, limits)
-        return RobotsRules("parsed", status, group.crawl_delay, now, now + ttl, group)
+        return RobotsRules("parsed", status, group.crawl_delay, now, now + ttl, group, robots_sitemaps(data))
     if 300 <= status < 400 or (400 <= status < 500 and status != 429):
         return RobotsRules("allow_all", status, fetched_at=now, expires_at=now + ttl)
     return RobotsRules("unreachable", status, fetched_at=now, expires_at=now)

@@ -252,6 +252,22 @@ def parse_robots(body: bytes, token: str, limits: RobotsLimits | None = None) ->
     return _within_limits(general, general_delay, limits)
 
 
+MAX_SITEMAP_LINES = 50  # Sitemap: lines taken from one robots.txt (more is a file made to cost us work)
+
+
+def robots_sitemaps(body: bytes, limit: int = MAX_SITEMAP_LINES) -> tuple[str, ...]:
+    """The URLs of the file's ``Sitemap:`` lines (RFC 9309 2.2.4: they belong to no group), first ``limit``,
+    without repeats."""
+    found: dict[str, None] = {}
+    for line in _lines(body):
+        kv = _key_value(line)
+        if kv is not None and kv[0] == "sitemap" and kv[1]:
+            found[kv[1]] = None
+            if len(found) >= limit:
+                break
+    return tuple(found)
+
+
 def _within_limits(rules: list[tuple[bool, str]], delay: float | None, limits: RobotsLimits) -> RobotsGroup:
     kept: list[tuple[bool, str]] = []
     wildcard_rules = 0
