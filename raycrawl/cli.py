@@ -74,6 +74,8 @@ HELP = {
     "max_queue_total": "queued URLs per shard before new ones are shed as out_of_budget",
     "lease_horizon": "how far ahead (s) a URL may be leased before its host is due",
     "robots_ttl": "seconds a robots.txt is cached",
+    "sitemaps": "read no sitemaps (robots.txt Sitemap: lines, their indexes and files)",
+    "max_sitemaps_per_host": "sitemap files fetched per host in a run; more end as out_of_budget",
     "warc": "write no WARC files",
     "checkpoint_interval": "seconds between checkpoints",
     "redis_url": "keep checkpoints in Redis (redis://[:password@]host:port/db)",
@@ -88,7 +90,8 @@ HELP = {
 # The flags of `raycrawl crawl`, grouped as an operator looks for them (every CrawlConfig field is in one group).
 GROUPS: dict[str, tuple[str, ...]] = {
     "scope and limits": ("seeds_file", "scope", "allow", "deny", "max_depth", "max_pages", "time_limit",
-                         "max_pages_per_host", "leftovers", "tracking_params", "strict"),
+                         "max_pages_per_host", "leftovers", "tracking_params", "strict", "sitemaps",
+                         "max_sitemaps_per_host"),
     "politeness": ("delay", "delay_factor", "min_delay", "max_delay", "max_crawl_delay", "crawl_delay_policy",
                    "max_retry_after", "backoff_base", "max_backoff", "pause_after", "per_host_concurrency",
                    "user_agent", "robots_ttl"),

@@ -97,6 +97,8 @@ class CrawlConfig:
     max_queue_total: int = _default(FrontierSettings, "max_queue_total")
     lease_horizon: float = 0.3
     robots_ttl: float = _default(FrontierSettings, "robots_ttl")
+    sitemaps: bool = _default(FrontierSettings, "sitemaps")
+    max_sitemaps_per_host: int = _default(FrontierSettings, "max_sitemaps_per_host")
     warc: bool = True
     checkpoint_interval: float = 30.0
     redis_url: str | None = None
@@ -180,6 +182,7 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.max_queue_total >= 1, "max_queue_total", "a whole number >= 1")
     need(0 <= cfg.lease_horizon <= 10, "lease_horizon", "seconds between 0 and 10")
     need(cfg.robots_ttl > 0, "robots_ttl", "seconds > 0")
+    need(cfg.max_sitemaps_per_host >= 0, "max_sitemaps_per_host", "a whole number >= 0")
     need(cfg.checkpoint_interval >= 0, "checkpoint_interval", "seconds >= 0 (0: only at the end and on a stop)")
     need(cfg.max_part_bytes >= 1 << 20, "max_part_bytes", "bytes >= 1048576 (1 MiB)")
     need(bool(cfg.out.strip()), "out", "a directory or a URI such as s3://bucket/prefix")

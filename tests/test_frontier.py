@@ -280,3 +280,52 @@ def test_idle_hosts_whose_robots_txt_expired_are_forgotten_and_start_anew() -> N
     assert shard.counters["hosts_evicted"] == 1
     shard.push([UrlEntry("http://idle.test/2", 1)])  # seen again: robots.txt first, as for a new host
     assert {lease.url for lease in shard.lease(10)} >= {"http://idle.test/robots.txt"}
+
+
+def test_robots_sitemap_lines_become_sitemap_links_fetched_as_sitemaps_within_a_bound() -> None:
+    clock = FakeClock()
+    shard = make(clock, delay=0.0, max_pages_per_host=1, max_sitemaps_per_host=2)
+    shard.push([UrlEntry("http://a.test/", 0)])
+    (robots,) = shard.lease(10)
+    assert shard.take_discovered() == []
+    body = b"User-agent: *\nDisallow: /private/\nSitemap: http://a.test/s.xml\nSitemap: http://a.test/private/t.xml\n"
+    robots_ok(shard, robots, body, status=200, at=clock.now)
+    links = shard.take_discovered()
+    assert [(url, depth, parent, kind) for url, depth, parent, _, _, kind in links] == [
+        ("http://a.test/s.xml", 0, "http://a.test/robots.txt", "sitemap"),
+        ("http://a.test/private/t.xml", 0, "http://a.test/robots.txt", "sitemap"),
+    ]
+    sitemaps = [UrlEntry(f"http://a.test/s{i}.xml", 0, None, 0, (), None, "sitemap") for i in range(3)]
+    shard.push([*sitemaps, UrlEntry("http://a.test/private/t.xml", 0, None, 0, (), None, "sitemap")])
+    ended = shard.take_terminals()
+    # The page budget (1) does not count sitemaps; their own bound (2) ends the third; robots.txt still rules.
+    assert [(t.entry.url, t.outcome) for t in ended] == [
+        ("http://a.test/s2.xml", "out_of_budget"),
+        ("http://a.test/private/t.xml", "robots_denied"),
+    ]
+    leases = []
+    for _ in range(3):
+        leases += shard.lease(10)
+        for lease in leases[-1:]:
+            shard.ack([Ack(lease.lease_id, 200, clock.now, 0.001, False)])
+    # sitemaps first (level 0), then the page (depth 0 too, queued first): each leased as what it is
+    assert sorted((lease.url, lease.kind) for lease in leases) == [
+        ("http://a.test/", "page"), ("http://a.test/s0.xml", "sitemap"), ("http://a.test/s1.xml", "sitemap"),
+    ]  # fmt: skip
+
+
+def test_a_queued_sitemap_survives_a_snapshot_as_a_sitemap() -> None:
+    import json
+
+    clock = FakeClock()
+    shard = make(clock)
+    entry = UrlEntry("http://a.test/s.xml", 1, "http://a.test/i.xml", 0, (), None, "sitemap")
+    shard.push([entry])
+    restored = make(clock)
+    restored.restore(json.loads(json.dumps(shard.snapshot())))
+    clock.now += 10  # (a restored host waits its delay first)
+    (robots,) = restored.lease(10)
+    robots_ok(restored, robots, at=clock.now)
+    clock.now += 10
+    (lease,) = restored.lease(10)
+    assert (lease.kind, lease.entry) == ("sitemap", entry)

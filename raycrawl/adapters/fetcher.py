@@ -44,8 +44,10 @@ from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodingErro
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links, is_html
-from raycrawl.core.records import FetchResult, Lease, WarcSpan
+from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
+from raycrawl.core.sitemaps import MAX_BYTES as MAX_SITEMAP_BYTES
+from raycrawl.core.sitemaps import parse_sitemap, sitemap_outlinks
 from raycrawl.core.urls import canonicalize, host_key, hostname, request_form
 
 MAX_CONNECTIONS = 1024  # open connections per worker process, all hosts together (politeness is the shards')
@@ -267,7 +269,7 @@ class Fetcher:
             await asyncio.sleep(wait)
         url = lease.request_url  # the link as it was written (normalised as RFC 3986 6.2.2 allows), not its dedup key
         hops = ROBOTS_MAX_REDIRECTS if lease.kind == "robots" else 0
-        limit = MAX_ROBOTS_BYTES if lease.kind == "robots" else s.max_body_bytes
+        limit = {"robots": MAX_ROBOTS_BYTES, "sitemap": MAX_SITEMAP_BYTES}.get(lease.kind, s.max_body_bytes)
         try:
             # The whole fetch, however the server dribbles its bytes, ends by the deadline.
             async with asyncio.timeout(s.fetch_deadline):
@@ -359,6 +361,13 @@ class Fetcher:
                 requested = request_form(written)  # type: ignore[arg-type]
                 if requested and requested != target:
                     r.spellings = {target: requested}
+        elif r.lease.kind == "sitemap":
+            if 200 <= r.status < 300:  # (read as far as it came: past the bound it says so)
+                sitemap = parse_sitemap(ex.body)
+                r.outlinks, r.spellings = sitemap_outlinks(sitemap, self.settings.tracking_params)
+                r.sitemap = SitemapRead(
+                    sitemap.kind, len(sitemap.entries), sitemap.over_limit or r.truncated, sitemap.error
+                )
         elif 200 <= r.status < 300 and not too_large and is_html(r.content_type, ex.body[:512]):
             html = decode_html(ex.body, r.content_type)
             links = extract_links(html, r.lease.request_url, self.settings.tracking_params, self.settings.max_outlinks)

@@ -29,8 +29,9 @@ from typing import Any, Literal
 
 from raycrawl.core.hosts import HostState
 from raycrawl.core.politeness import DelayPolicy, backoff, first_slot_offset
-from raycrawl.core.records import Ack, Lease, Outcome, Terminal, UrlEntry
+from raycrawl.core.records import Ack, Lease, Link, Outcome, Terminal, UrlEntry
 from raycrawl.core.robots import RobotsRules, rules_from_fetch
+from raycrawl.core.sitemaps import sitemap_links
 from raycrawl.core.urls import host_key, origin
 
 ScoreFn = Callable[[UrlEntry], float]
@@ -43,6 +44,7 @@ def by_depth(entry: UrlEntry) -> float:
 
 
 HOST_BUDGET = "max_pages_per_host"  # the detail of URLs a host's page budget turned away
+SITEMAP_BOUND = "max_sitemaps_per_host"  # ... and of sitemap files past the per-host bound
 EVICT_EVERY = 300.0  # seconds between two looks for idle hosts to forget (FrontierShard.evict_idle)
 
 
@@ -62,6 +64,8 @@ class FrontierSettings:
     lease_ttl: float = 120.0
     seed: int = 0  # for the backoff jitter
     first_slot_spread: float = 0.0  # new hosts' first requests spread over up to this long (core/politeness.py)
+    sitemaps: bool = True  # follow robots.txt Sitemap: lines (core/sitemaps.py)
+    max_sitemaps_per_host: int = 100  # sitemap files fetched per host in a run; more end as out_of_budget
 
 
 # What a shard keeps of a lease until it is acked: the lease (its entry inside) and its host.
@@ -96,6 +100,7 @@ class FrontierShard:
         self._leases: dict[int, _Leased] = {}
         self._expiry_check_at = float("inf")  # no lease can expire before this: expire() skips its scan until then
         self._terminals: list[Terminal] = []
+        self._discovered: list[Link] = []  # sitemaps named by robots.txt files, for the shard to route
         self._paused: set[str] = set()  # hosts with a pause reason: few, so their queues can be summed often
         self._next_lease_id = 1
         self._next_eviction = clock() + EVICT_EVERY
@@ -134,6 +139,11 @@ class FrontierShard:
         out, self._terminals = self._terminals, []
         return out
 
+    def take_discovered(self) -> list[Link]:
+        """Links the frontier found itself (robots.txt Sitemap: lines): screened and deduplicated like any."""
+        out, self._discovered = self._discovered, []
+        return out
+
     # --- push ----------------------------------------------------------------------------------------
 
     def push(self, entries: Iterable[UrlEntry]) -> None:
@@ -150,7 +160,13 @@ class FrontierShard:
                 self.counters["robots_denied"] += 1
                 self._end(entry, "robots_denied", "disallowed by robots.txt")
                 continue
-            if s.max_pages_per_host is not None and hs.admitted >= s.max_pages_per_host:
+            if entry.kind == "sitemap":
+                if hs.sitemaps >= s.max_sitemaps_per_host:
+                    self.counters["sitemaps_over_bound"] += 1
+                    self._end(entry, "out_of_budget", SITEMAP_BOUND)
+                    continue
+                hs.sitemaps += 1
+            elif s.max_pages_per_host is not None and hs.admitted >= s.max_pages_per_host:
                 if s.hold_over_budget and len(hs.held) < s.max_queue_per_host:
                     # A budget is a limit, not a verdict: held (and saved) for a --resume with a larger one.
                     hs.held.append(entry)
@@ -170,7 +186,8 @@ class FrontierShard:
                 continue
             hs.queue.push(score(entry), entry)  # (what _enqueue does, inline: this loop runs for every URL)
             self._queued += 1
-            hs.admitted += 1
+            if entry.kind == "page":  # (a sitemap is not a page: the page budget does not count it)
+                hs.admitted += 1
             touched[hs.key] = hs
         for hs in touched.values():
             self._schedule(hs)
@@ -243,7 +260,8 @@ class FrontierShard:
             robots = hs.robots
             # Decided at the time the request will be sent: a lease may be handed out up to `horizon` early.
             if robots is not None and robots.expires_at > not_before and robots.verdict != "unreachable":
-                lease = Lease(lease_id, shard, "page", not_before, not_before + ttl, hs.queue.pop())
+                entry = hs.queue.pop()
+                lease = Lease(lease_id, shard, entry.kind, not_before, not_before + ttl, entry)
                 queued -= 1
             else:  # robots.txt first: none yet, expired by then, or unreachable (asked again once it expires)
                 if robots is not None and robots.expires_at > not_before:
@@ -345,6 +363,8 @@ class FrontierShard:
                 return
         hs.recompute_delay(s.policy)
         hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
+        if s.sitemaps:
+            self._discovered.extend(sitemap_links(rules.sitemaps, hs.origin + "/robots.txt"))
         denied = hs.queue.remove_if(lambda entry: not rules.allows(entry.request_url))
         for entry in denied:
             self._end(entry, "robots_denied", "disallowed by robots.txt")
@@ -468,7 +488,7 @@ class FrontierShard:
         holds their lease, so they must be fetched again (DESIGN invariant 4)."""
         leased: dict[str, list[UrlEntry]] = {}
         for lease, hs in self._leases.values():
-            if lease.kind == "page":
+            if lease.kind != "robots":
                 leased.setdefault(hs.key, []).append(lease.entry)
         hosts = [hs.saved([*hs.queue, *leased.get(hs.key, [])]) for hs in self._hosts.values()]  # (held inside)
         return {

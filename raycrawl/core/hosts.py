@@ -62,6 +62,7 @@ class HostState:
     fetched: int = 0
     errors: int = 0
     admitted: int = 0  # URLs ever queued here (the per-host page budget counts these)
+    sitemaps: int = 0  # sitemap files queued here in this run (bounded by max_sitemaps_per_host)
     held: list[UrlEntry] = field(default_factory=list)  # URLs past the page budget, kept for a larger one
 
     def due(self) -> float:

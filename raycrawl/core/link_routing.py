@@ -46,13 +46,13 @@ class LinkRouter:
         """The candidates as new entries, by the partition that owns each one's fingerprint."""
         out: dict[int, PartitionShare] = {}
         n = self.partitions
-        for url, (depth, parent, chain, requested) in candidates.items():
+        for url, (depth, parent, chain, requested, kind) in candidates.items():
             fp = fingerprint(url)
             share = out.get(fp % n)
             if share is None:
                 share = out[fp % n] = PartitionShare([], [])
             share.fingerprints.append(fp)
-            share.entries.append(UrlEntry(url, depth, parent, 0, chain, requested))
+            share.entries.append(UrlEntry(url, depth, parent, 0, chain, requested, kind))
         return out
 
     def answered(self, partition: int, share: PartitionShare, answer: bytes) -> list[UrlEntry]:

@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from raycrawl.core.records import FetchResult, Link
+from raycrawl.core.records import EntryKind, FetchResult, Link
 from raycrawl.core.redirects import redirect_problem
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.traps import TrapRules
 from raycrawl.core.urls import canonicalize
 
-# url -> (depth, parent, redirect chain, spelling as written) of the first link found to it
-Candidates = dict[str, tuple[int, str | None, tuple[str, ...], str | None]]
+# url -> (depth, parent, redirect chain, spelling as written, kind) of the first link found to it
+Candidates = dict[str, tuple[int, str | None, tuple[str, ...], str | None, EntryKind]]
+MAX_SITEMAP_NESTING = 2  # robots.txt -> index -> sitemap is 1; an index in an index is 2; deeper is not followed
 
 
 def seed_links(seeds: Iterable[str], tracking_params: tuple[str, ...]) -> list[Link]:
@@ -26,7 +27,7 @@ def seed_links(seeds: Iterable[str], tracking_params: tuple[str, ...]) -> list[L
     for requested in seeds:
         url = canonicalize(requested, tracking_params)
         if url is not None:
-            links.append((url, 0, None, (), requested if requested != url else None))
+            links.append((url, 0, None, (), requested if requested != url else None, "page"))
     return links
 
 
@@ -44,19 +45,31 @@ def children(result: FetchResult, max_depth: int | None, dropped: Counter[str]) 
         return []
     parent = result.lease.url
     is_redirect = 300 <= result.status < 400
-    depth = result.lease.depth + (0 if is_redirect else 1)  # a redirect is not a hop away from its page
-    if max_depth is not None and depth > max_depth:
+    kind: EntryKind = "page"
+    if result.lease.kind == "sitemap":
+        if is_redirect:  # (a redirected sitemap is still a sitemap, at its own level)
+            kind, depth = "sitemap", result.lease.depth
+        elif result.sitemap is not None and result.sitemap.kind == "index":
+            kind, depth = "sitemap", result.lease.depth + 1
+            if depth > MAX_SITEMAP_NESTING:
+                dropped["sitemap_nesting"] += len(result.outlinks)
+                return []
+        else:
+            depth = 1  # the pages a sitemap lists: one hop from the site's root, wherever the file was found
+    else:
+        depth = result.lease.depth + (0 if is_redirect else 1)  # a redirect is not a hop away from its page
+    if kind == "page" and max_depth is not None and depth > max_depth:
         dropped["max_depth"] += len(result.outlinks)
         return []
     chain = (*result.lease.redirects, parent) if is_redirect else ()
     spelt = result.spellings.get
-    return [(url, depth, parent, chain, spelt(url)) for url in result.outlinks]
+    return [(url, depth, parent, chain, spelt(url), kind) for url in result.outlinks]
 
 
 def screen(links: Iterable[Link], traps: TrapRules, scope: ScopePolicy, dropped: Counter[str]) -> Candidates:
     """The links no trap rule rejects and the scope allows, the first one found for each URL."""
     candidates: Candidates = {}
-    for url, depth, parent, chain, requested in links:
+    for url, depth, parent, chain, requested, kind in links:
         if url in candidates:
             continue
         trap = traps.rejects(url)
@@ -65,5 +78,5 @@ def screen(links: Iterable[Link], traps: TrapRules, scope: ScopePolicy, dropped:
         elif not scope.allows(url):
             dropped["out_of_scope"] += 1
         else:
-            candidates[url] = (depth, parent, chain, requested)
+            candidates[url] = (depth, parent, chain, requested, kind)
     return candidates

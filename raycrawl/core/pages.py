@@ -19,9 +19,9 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
     # A response counts as fetched unless it was a transient failure on the last attempt (a 503 that stayed).
     fetched = result.status is not None and result.error is None and not result.transient
     outcome = "fetched" if fetched else "error"
-    if fetched and result.truncated:
+    if fetched and result.truncated and lease.kind == "page":
         outcome = "too_large"
-    return {
+    record: dict[str, Any] = {
         "url": lease.url,
         "requested_url": lease.request_url,
         "final_url": result.final_url or lease.url,
@@ -38,6 +38,13 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
         "attempts": lease.attempts + 1,
         "error": result.error or ("body over max_body_bytes, not parsed" if outcome == "too_large" else None),
     }
+    if lease.kind == "sitemap":
+        record["kind"] = "sitemap"
+        read = result.sitemap
+        if read is not None:  # (a response that was not a 2xx has no file to read)
+            record["sitemap"] = {"format": read.kind, "entries": read.entries, "urls": len(result.outlinks),
+                                 "over_limit": read.over_limit, "error": read.error}  # fmt: skip
+    return record
 
 
 def terminal_record(terminal: Terminal, now: float) -> dict[str, Any]:

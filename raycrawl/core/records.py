@@ -33,7 +33,8 @@ def compact_pickle(cls: type[T]) -> type[T]:
     return cls
 
 
-LeaseKind = Literal["page", "robots"]
+LeaseKind = Literal["page", "robots", "sitemap"]
+EntryKind = Literal["page", "sitemap"]  # what a queued URL is fetched as
 # Terminal outcomes of a URL (each URL ends in exactly one record):
 #   fetched        a response was received (any status: 200, 404, 301 ...)
 #   error          no usable response after max_attempts (the error field says why)
@@ -43,8 +44,9 @@ LeaseKind = Literal["page", "robots"]
 Outcome = Literal["fetched", "error", "robots_denied", "out_of_budget", "too_large"]
 
 
-# url (canonical), depth, parent, the redirect chain that led to it, and the URL as written (None: as canonical)
-Link = tuple[str, int, "str | None", tuple[str, ...], "str | None"]
+# url (canonical), depth, parent, the redirect chain that led to it, the URL as written (None: as canonical), and
+# what it is to be fetched as
+Link = tuple[str, int, "str | None", tuple[str, ...], "str | None", EntryKind]
 
 
 @compact_pickle
@@ -58,6 +60,9 @@ class UrlEntry:
     attempts: int = 0
     redirects: tuple[str, ...] = ()  # the URLs that redirected to this one, first first
     requested: str | None = None  # the link as written (urls.request_form), when it differs from ``url``
+    # A sitemap's ``depth`` is how deep in sitemap indexes it was found (0: named by robots.txt); the pages it
+    # lists are at depth 1.
+    kind: EntryKind = "page"
 
     @property
     def request_url(self) -> str:
@@ -66,6 +71,8 @@ class UrlEntry:
 
     def to_row(self) -> list[Any]:
         row: list[Any] = [self.url, self.depth, self.parent, self.attempts]
+        if self.kind != "page":
+            return [*row, list(self.redirects), self.requested, self.kind]
         if self.requested:
             return [*row, list(self.redirects), self.requested]
         return [*row, list(self.redirects)] if self.redirects else row
@@ -73,7 +80,9 @@ class UrlEntry:
     @classmethod
     def from_row(cls, row: list[Any]) -> UrlEntry:
         url, depth, parent, attempts, *rest = row
-        return cls(url, depth, parent, attempts, tuple(rest[0]) if rest else (), rest[1] if len(rest) > 1 else None)
+        redirects = tuple(rest[0]) if rest else ()
+        requested = rest[1] if len(rest) > 1 else None
+        return cls(url, depth, parent, attempts, redirects, requested, rest[2] if len(rest) > 2 else "page")
 
 
 @compact_pickle
@@ -143,6 +152,18 @@ class FetchResult:
     node: str = ""  # the Ray node that fetched it (a short id), for stats
     fault: str | None = None  # the exception class the per-URL fault boundary caught (an error record, counted)
     warc: WarcSpan | None = None  # where its WARC records are, in its worker's local buffer
+    sitemap: SitemapRead | None = None  # a sitemap lease's file, as read (its entries are the outlinks)
+
+
+@compact_pickle
+@dataclass(slots=True)
+class SitemapRead:
+    """What a fetched sitemap held: an index lists sitemaps, any other kind pages (``core/sitemaps.py``)."""
+
+    kind: str  # urlset, index, text or invalid
+    entries: int  # entries read from the file
+    over_limit: bool = False  # the file had more than the bounds let us read
+    error: str | None = None
 
 
 @compact_pickle

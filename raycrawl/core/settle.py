@@ -98,6 +98,12 @@ def page_record(result: FetchResult, rules: RecordRules, stats: CrawlStats, link
         stats.faults[result.fault] += 1
     if result.links_capped:
         stats.events["outlinks_capped"] += 1
+    if result.sitemap is not None:
+        stats.events["sitemaps_read"] += 1
+        if result.sitemap.over_limit:
+            stats.events["sitemaps_over_limit"] += 1
+        if result.sitemap.error is not None:
+            stats.events["sitemaps_malformed"] += 1
     return record
 
 

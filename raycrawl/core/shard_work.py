@@ -174,6 +174,9 @@ class ShardWork:
         terminals = self.frontier.take_terminals()
         if terminals:
             self._records(terminal_records(terminals, self._clock(), self._stats))
+        found = self.frontier.take_discovered()  # (robots.txt answers name sitemaps)
+        if found:
+            self.offer(found)
 
     # --- checkpoints ---------------------------------------------------------------------------------
 

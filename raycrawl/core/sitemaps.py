@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 from xml.etree.ElementTree import Element, XMLPullParser
+
+from raycrawl.core.records import Link
+from raycrawl.core.urls import canonicalize, request_form
 
 MAX_ENTRIES = 50_000  # sitemaps.org: "no more than 50,000 URLs"
 MAX_BYTES = 50 * 1024 * 1024  # ... "and must be no larger than 50MB (52,428,800 bytes)" uncompressed
@@ -187,3 +190,30 @@ def _priority(text: str) -> float | None:
     except ValueError:
         return None
     return value if 0.0 <= value <= 1.0 else None
+
+
+def sitemap_links(urls: Iterable[str], parent: str) -> list[Link]:
+    """Sitemap files named by ``parent`` (a robots.txt), as links to be fetched as sitemaps (nesting level 0)."""
+    links: list[Link] = []
+    for written in urls:
+        url, requested = canonicalize(written), request_form(written)
+        if url is not None:
+            links.append((url, 0, parent, (), requested if requested != url else None, "sitemap"))
+    return links
+
+
+def sitemap_outlinks(sitemap: Sitemap, tracking_params: tuple[str, ...] = ()) -> tuple[list[str], dict[str, str]]:
+    """A fetched sitemap's entries as (canonical URLs in file order without repeats, their request forms where
+    they differ): pages for a urlset or text file, sitemaps for an index. Entries are absolute by the
+    protocol; one that is not, or is not http(s), is dropped."""
+    urls: dict[str, None] = {}
+    spellings: dict[str, str] = {}
+    for entry in sitemap.entries:
+        url = canonicalize(entry.loc, tracking_params)
+        if url is None or url in urls:
+            continue
+        urls[url] = None
+        requested = request_form(entry.loc)
+        if requested is not None and requested != url:
+            spellings[url] = requested
+    return list(urls), spellings

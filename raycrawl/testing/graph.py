@@ -69,6 +69,8 @@ class WebGraph:
     def links(self, host: int, page: int) -> list[tuple[int, int]]:
         """(host, page) targets of a page's real links, in document order."""
         s = self.spec
+        if s.profile(host) == "sitemap":
+            return []  # (its pages are found through its sitemaps only: testing/sitemapweb.py)
         rng = random.Random(s.seed * 1_000_003 + host * 10_007 + page)
         out = [(host, c) for c in (2 * page + 1, 2 * page + 2) if c < s.pages_per_host]
         out += [(host, rng.randrange(s.pages_per_host)) for _ in range(s.links_per_page)]
@@ -93,7 +95,7 @@ class WebGraph:
             else:
                 href = path
             parts.append(f'<a href="{href}">link {i}</a> ')
-        private = self.private_link(page)
+        private = self.private_link(page) if s.profile(host) != "sitemap" else None
         if private:
             parts.append(f'<a href="{private}">private</a>')
         parts.append('<a href="mailto:web@example.test">mail</a><a href="javascript:void(0)">js</a>')

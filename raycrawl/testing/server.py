@@ -17,6 +17,8 @@ Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustne
 - ``503-forever``: every page answers 503 without Retry-After. ``403``: every page answers 403.
 - ``slow``: every page answers after ``slow_seconds``.
 - ``hostile``: traps, bombs, drips, loops, bad encodings and canary links: see ``testing/hostile.py``.
+- ``sitemap``: pages that link nowhere, found only through robots.txt -> sitemap index -> sitemaps (gzip, text,
+  broken, a bomb): see ``testing/sitemapweb.py``.
 - ``odd`` / ``odd-cut-robots``: raw bytes no well-behaved library would send, connections reset mid-body, a robots.txt
   with a BOM and a prefix group, links to be requested as written: see ``testing/odd.py``. When a client cuts a
   response short, the time is written to ``events.jsonl`` beside the request log (``TestWeb.events()``).
@@ -36,7 +38,7 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import IO
 
-from raycrawl.testing import hostile, odd
+from raycrawl.testing import hostile, odd, sitemapweb
 from raycrawl.testing.graph import WebGraph, WebSpec
 
 MAX_HEADER_BYTES = 16 * 1024
@@ -59,6 +61,13 @@ class TestWebServer:
         if profile == "hostile":
             return (*hostile.route(path, self.graph.netloc(host), self.spec.canary), 0.0)
         path = path.split("?", 1)[0]
+        if profile == "sitemap":
+            netloc, outside = self.graph.netloc(host), self.spec.canary or "127.0.0.1:9"
+            if path == "/robots.txt":
+                return 200, [("Content-Type", "text/plain")], sitemapweb.robots_txt(netloc, outside), 0.0
+            answer = sitemapweb.route(path, netloc, self.spec.pages_per_host, outside)
+            if answer is not None:
+                return (*answer, 0.0)
         kind, _, arg = profile.rpartition("-") if profile[-1:].isdigit() else (profile, "", "")
         if path == "/robots.txt" or path.startswith("/r/"):
             return self._robots(host, path, profile, kind, arg)
