@@ -8,11 +8,13 @@ every shard logged as new in it since (shards are its only writers); then the sh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ray
 from ray.exceptions import RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from raycrawl.core.outlinks import seed_links
 from raycrawl.core.records import UrlEntry
@@ -24,22 +26,34 @@ from raycrawl.core.urls import host_key
 CheckpointParts = Callable[[], list[bytes] | None]
 
 
+def node_cycle() -> Iterator[Any]:
+    """Where the next actor goes: the alive nodes in turn (a preference: a node that cannot take it, or is gone,
+    leaves it to Ray). Ray's SPREAD is a hint that actors needing no CPU do not always follow: it put all four
+    shards of a three-node test cluster on one node."""
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
+    if len(nodes) < 2:
+        return itertools.repeat("SPREAD")
+    return (NodeAffinitySchedulingStrategy(node, soft=True) for node in itertools.cycle(nodes))
+
+
 class Crew:
     def __init__(self, shard_class: Any, dedup_class: Any, setup: ShardSetup, dedup: tuple[str, int, float]) -> None:
         self.setup = setup
         self._shard_class, self._dedup_class = shard_class, dedup_class
         kind, capacity, error_rate = dedup
         self._dedup_args = (kind, max(1000, capacity // setup.partitions), error_rate)
-        spread = shard_class.options(scheduling_strategy="SPREAD")
-        self.shards: list[Any] = [spread.remote(i, setup) for i in range(setup.shards)]
-        self.partitions: list[Any] = [self._partition() for _ in range(setup.partitions)]
+        places = node_cycle()
+        self.shards: list[Any] = [
+            shard_class.options(scheduling_strategy=next(places)).remote(i, setup) for i in range(setup.shards)
+        ]
+        self.partitions: list[Any] = [self._partition(next(places)) for _ in range(setup.partitions)]
         self.recoveries = 0
         ray.get([s.connect.remote(self.shards, self.partitions) for s in self.shards])
         # The shards' handles as fetch tasks take them: put once (pickling actor handles for every task costs).
         self.handles = ray.put(self.shards)
 
-    def _partition(self) -> Any:
-        return self._dedup_class.options(scheduling_strategy="SPREAD").remote(*self._dedup_args)
+    def _partition(self, place: Any = "SPREAD") -> Any:
+        return self._dedup_class.options(scheduling_strategy=place).remote(*self._dedup_args)
 
     def offer_seeds(self, seeds: list[str], tracking_params: tuple[str, ...]) -> None:
         """Seeds go to their hosts' shards, to be screened and deduplicated like any link."""
