@@ -21,7 +21,7 @@ from raycrawl.config import CrawlConfig, resumed_config
 from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
 from raycrawl.core.urls import canonicalize, host_key, hostname, redact_credentials, request_form
 from raycrawl.errors import ConfigError, SeedError, ServiceError
-from raycrawl.output_location import check_output_shared, prepare_out_dir, store_of
+from raycrawl.output_location import check_output_shared, check_recrawl_source, prepare_out_dir, store_of
 from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 from raycrawl.results import read_results
 
@@ -72,7 +72,7 @@ def load_seeds(cfg: CrawlConfig) -> tuple[list[str], list[SeedProblem]]:
     seeds, problems = seed_urls(raw, cfg.tracking_params)
     if problems and cfg.strict:
         raise SeedError("; ".join(map(str, problems)))
-    if not seeds and not cfg.resume:
+    if not seeds and not cfg.resume and not cfg.recrawl:
         detail = f" ({problems[0]})" if problems else ""
         raise SeedError(f"no usable seed URL: give seeds as arguments or with --seeds-file{detail}")
     return seeds, problems
@@ -198,6 +198,8 @@ class Crawl:
 
         self.seeds, self.seed_problems = load_seeds(self.config)
         self.out_dir = prepare_out_dir(self.config)
+        if self.config.recrawl:
+            check_recrawl_source(self.config)
         if self.config.resume:
             self.config = resume_config(self.config, self._named)
             self.seeds, self.seed_problems = load_seeds(self.config)  # (with the crawl's own tracking parameters)
@@ -262,6 +264,15 @@ class Crawl:
             raise ValueError(f"not http(s) URLs: {[redact_credentials(p.text) for p in problems]!r}")
         self._actor.add_seeds.remote(seeds)
         return len(seeds)
+
+    def retry_errors(self, budget: bool = False) -> None:
+        """Crawl again the URLs whose records ended in ``error`` (``budget``: ``out_of_budget`` too), with fresh
+        attempts, after the checkpoint this takes next; their new records replace the old ones in the output.
+        (For a crawl that has ended: ``--resume --retry-errors``, or ``resume=True, retry_errors=True``.)"""
+        self._require_started()
+        if self.done():
+            raise RuntimeError("the crawl has finished: resume it with retry_errors=True to retry its errors")
+        self._actor.retry_errors.remote(budget)
 
     def pause(self, reason: str = "paused by operator") -> None:
         """Start no new requests (fetches under way finish); queued URLs wait for resume()."""

@@ -74,6 +74,8 @@ HELP = {
     "max_queue_total": "queued URLs per shard before new ones are shed as out_of_budget",
     "lease_horizon": "how far ahead (s) a URL may be leased before its host is due",
     "robots_ttl": "seconds a robots.txt is cached",
+    "recrawl": "fetch again the URLs an earlier crawl fetched (its --out), asking conditionally; WARC revisit"
+    " records for what did not change",
     "sitemaps": "read no sitemaps (robots.txt Sitemap: lines, their indexes and files)",
     "max_sitemaps_per_host": "sitemap files fetched per host in a run; more end as out_of_budget",
     "warc": "write no WARC files",
@@ -81,6 +83,9 @@ HELP = {
     "redis_url": "keep checkpoints in Redis (redis://[:password@]host:port/db)",
     "crawl_id": "name of the crawl in the checkpoint store",
     "resume": "continue the crawl from its last checkpoint",
+    "retry_errors": "with --resume: crawl again the URLs whose records ended in error (their new records replace"
+    " the old ones)",
+    "retry_budget": "with --retry-errors: the URLs that ended out_of_budget too",
     "strict": "a malformed seed is an error instead of a warning",
     "fresh": "replace an earlier crawl's output in --out",
     "quiet": "no progress bar or progress lines",
@@ -90,13 +95,13 @@ HELP = {
 # The flags of `raycrawl crawl`, grouped as an operator looks for them (every CrawlConfig field is in one group).
 GROUPS: dict[str, tuple[str, ...]] = {
     "scope and limits": ("seeds_file", "scope", "allow", "deny", "max_depth", "max_pages", "time_limit",
-                         "max_pages_per_host", "leftovers", "tracking_params", "strict", "sitemaps",
+                         "max_pages_per_host", "leftovers", "tracking_params", "strict", "recrawl", "sitemaps",
                          "max_sitemaps_per_host"),
     "politeness": ("delay", "delay_factor", "min_delay", "max_delay", "max_crawl_delay", "crawl_delay_policy",
                    "max_retry_after", "backoff_base", "max_backoff", "pause_after", "per_host_concurrency",
                    "user_agent", "robots_ttl"),
     "output and durability": ("out", "warc", "keep_truncated", "checkpoint_interval", "max_part_bytes", "redis_url",
-                              "crawl_id", "resume", "fresh", "quiet"),
+                              "crawl_id", "resume", "retry_errors", "retry_budget", "fresh", "quiet"),
     "fetching and bounds": ("timeout", "fetch_deadline", "max_body_bytes", "max_redirects", "max_path_depth",
                             "max_repeated_segments", "max_outlinks", "max_attempts", "max_queue_per_host",
                             "max_queue_total", "allow_private_networks", "allow_network", "resolve"),
@@ -106,7 +111,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 # What to give, where the type alone does not say it.
 METAVARS = {
     "seeds_file": "FILE", "allow": "REGEX", "deny": "REGEX", "tracking_params": "PATTERNS", "user_agent": "AGENT",
-    "out": "DIR", "redis_url": "URL", "crawl_id": "NAME", "allow_network": "CIDR", "resolve": "HOST=IP",
+    "out": "DIR", "recrawl": "PREVIOUS_OUT", "redis_url": "URL", "crawl_id": "NAME", "allow_network": "CIDR",
+    "resolve": "HOST=IP",
     "ray_address": "ADDRESS", "max_body_bytes": "BYTES", "delay_factor": "FACTOR", "bloom_error_rate": "RATE",
     "fetch_task_cpus": "CPUS",
 }  # fmt: skip

@@ -50,6 +50,7 @@ class CrawlConfig:
 
     seeds: tuple[str, ...] = ()
     seeds_file: str | None = None
+    recrawl: str | None = None  # an earlier crawl's output: its URLs are fetched again, conditionally
     out: str = "crawl-out"
     max_pages: int | None = None
     max_depth: int | None = _default(RecordRules, "max_depth")
@@ -104,6 +105,8 @@ class CrawlConfig:
     redis_url: str | None = None
     crawl_id: str | None = None
     resume: bool = False
+    retry_errors: bool = False  # with resume: URLs whose records ended in error are crawled again
+    retry_budget: bool = False  # ... and those that ended out_of_budget
     strict: bool = False
     fresh: bool = False
     quiet: bool = False
@@ -186,7 +189,13 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.checkpoint_interval >= 0, "checkpoint_interval", "seconds >= 0 (0: only at the end and on a stop)")
     need(cfg.max_part_bytes >= 1 << 20, "max_part_bytes", "bytes >= 1048576 (1 MiB)")
     need(bool(cfg.out.strip()), "out", "a directory or a URI such as s3://bucket/prefix")
+    need(cfg.recrawl is None or bool(cfg.recrawl.strip()), "recrawl", "an earlier crawl's --out: a directory or URI")
+    need(
+        cfg.recrawl is None or cfg.recrawl.rstrip("/") != cfg.out.rstrip("/"), "recrawl", "another --out than this one"
+    )
     need(not (cfg.resume and cfg.fresh), "resume", "not both --resume and --fresh")
+    need(cfg.resume or not cfg.retry_errors, "retry_errors", "with --resume (it retries a crawl's dead letters)")
+    need(cfg.retry_errors or not cfg.retry_budget, "retry_budget", "with --retry-errors")
     need(
         cfg.crawl_id is None or bool(re.fullmatch(r"[A-Za-z0-9._-]{1,128}", cfg.crawl_id)),
         "crawl_id",
@@ -426,7 +435,21 @@ FIXED_ON_RESUME = frozenset(
 )
 # Settings that say how to run this command, not what the crawl is: never taken from a checkpoint.
 PER_RUN = frozenset(
-    {"seeds", "seeds_file", "out", "redis_url", "crawl_id", "ray_address", "resume", "fresh", "quiet", "filesystem"}
+    {
+        "seeds",
+        "seeds_file",
+        "recrawl",
+        "retry_errors",
+        "retry_budget",
+        "out",
+        "redis_url",
+        "crawl_id",
+        "ray_address",
+        "resume",
+        "fresh",
+        "quiet",
+        "filesystem",
+    }
 )
 
 

@@ -65,6 +65,20 @@ def storage_of(cfg: CrawlConfig) -> Storage:
         raise ConfigError(str(exc), "out") from None
 
 
+def check_recrawl_source(cfg: CrawlConfig) -> None:
+    """--recrawl names an earlier crawl's output, with committed records to read (a one-line error if not)."""
+    from raycrawl.adapters.output import COMMITTED_FILE
+    from raycrawl.adapters.storage import StorageError, resolve
+
+    assert cfg.recrawl is not None
+    try:
+        source = resolve(cfg.recrawl, cfg.filesystem)
+        if not source.exists(COMMITTED_FILE):
+            raise ConfigError(f"recrawl: {source.where} holds no crawl output ({COMMITTED_FILE} is missing)", "recrawl")
+    except StorageError as exc:
+        raise ConfigError(f"recrawl: {exc}", "recrawl") from None
+
+
 def check_output_shared(out: str, cfg: CrawlConfig) -> None:
     """A local output directory on a cluster of several nodes: every node with CPUs must see it (one filesystem,
     e.g. NFS), or WARC parts would stay scattered on nodes' own disks. Refused at start, with the fix."""

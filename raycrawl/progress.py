@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Any
 
+from raycrawl.core.records import FETCH_OUTCOMES
+
 LOG_EVERY = 10.0
 RAY_JOB_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"  # set by Ray for every job driver (job_supervisor.py)
 
@@ -145,4 +147,4 @@ class Progress:
 def _pages_of(summary: dict[str, Any]) -> int:
     """Pages fetched, as a summary counts them (the status dict has "pages" itself)."""
     outcomes = summary.get("outcomes", {})
-    return int(outcomes.get("fetched", 0) + outcomes.get("error", 0) + outcomes.get("too_large", 0))
+    return int(sum(outcomes.get(outcome, 0) for outcome in FETCH_OUTCOMES))

@@ -37,6 +37,11 @@ RESULT_SCHEMA = pa.schema(
         ("outlinks", pa.list_(pa.string())),
         ("attempts", pa.int32()),
         ("error", pa.string()),
+        ("etag", pa.string()),
+        ("last_modified", pa.string()),
+        ("warc_id", pa.string()),
+        ("warc_date", pa.string()),
+        ("kind", pa.string()),
     ]
 )
 _PARSE = pa_json.ParseOptions(explicit_schema=RESULT_SCHEMA, unexpected_field_behavior="ignore")

@@ -36,10 +36,13 @@ from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.output_cut import OutputLost, OutputParts, OutputUnwritable
 from raycrawl.actors.settings import crawl_id_of, fetch_settings, shard_setup
+from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 from raycrawl.config import CrawlConfig, saved_settings
 from raycrawl.core.crawl_loop import CrawlLoop, RoundPlan, ShardSummary
+from raycrawl.core.dead_letters import BUDGET_OUTCOMES, RETRIED_OUTCOMES
 from raycrawl.core.records import UrlEntry
+from raycrawl.core.recrawl import recrawl_links
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
@@ -87,6 +90,7 @@ class Coordinator:
         self._finished_batches: list[list[int]] = [[] for _ in range(self.num_shards)]
         self._last_stats = 0.0
         self._host_counts: dict[str, int] = {}  # hosts ready / paused, from the last stats summary
+        self._retry_requested: frozenset[str] | None = None  # retry_errors() of a running crawl: these outcomes
 
     def _new_crew(self) -> Crew:
         setup = shard_setup(self.cfg, self.seeds, self.num_shards, self.num_partitions, self.out_dir, self.crawl_id)
@@ -123,6 +127,13 @@ class Coordinator:
         with self._lock:
             self._incoming_seeds.extend(urls)
 
+    def retry_errors(self, budget: bool = False) -> None:
+        """The dead letters -- URLs whose records ended in error (``budget``: out_of_budget too) -- crawled again,
+        after the checkpoint that this takes next (their records are all in the output then)."""
+        with self._lock:
+            self._retry_requested = RETRIED_OUTCOMES | (BUDGET_OUTCOMES if budget else frozenset())
+            self.loop.checkpoint_now()
+
     def status(self) -> dict[str, Any]:
         with self._lock:
             status = dict(self._status)
@@ -145,6 +156,23 @@ class Coordinator:
         shard = self.crew.shards[shard_for(host, self.num_shards)]
         return bool(ray.get(shard.control.remote(action, host, *args)))
 
+    def _offer_recrawl(self, source: str) -> None:
+        """An earlier crawl's URLs, with what it learned of each, as seeds (its hosts join the scope). On a resume
+        they are in the checkpoint already."""
+        links, known = recrawl_links(read_pages(source, self.cfg.filesystem))
+        self.scope.add_seeds(link[0] for link in links)
+        self.crew.add_scope_hosts(self.scope.seed_hosts())
+        self.stats.seeds += len(links)
+        self.crew.offer_links(links, known)
+
+    def _retry_dead_letters(self, outcomes: frozenset[str]) -> None:
+        """Take the URLs whose records ended in ``outcomes`` out of the output and queue them again, with fresh
+        attempts; their new records replace the old ones (core/dead_letters.py). The stats forget the old ones."""
+        taken = self.output.take_dead_letters(self._epoch, outcomes)
+        self.crew.requeue(taken.entries, retry=True)
+        self.stats.outcomes.subtract(taken.outcomes)
+        self.stats.events["dead_letters_retried"] += len(taken.entries)
+
     # --- the loop ------------------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
@@ -154,6 +182,10 @@ class Coordinator:
             self._restore(self._resumed)
         self.stats.seeds += len(self.seeds)
         self.crew.offer_seeds(self.seeds, self.cfg.tracking_params)
+        if self._resumed is None and self.cfg.recrawl:
+            self._offer_recrawl(self.cfg.recrawl)
+        if self._resumed is not None and self.cfg.retry_errors:
+            self._retry_dead_letters(RETRIED_OUTCOMES | (BUDGET_OUTCOMES if self.cfg.retry_budget else frozenset()))
         try:
             while True:
                 while not self._round():
@@ -208,6 +240,11 @@ class Coordinator:
             self._checkpoint()  # nothing running, nothing on its way: a consistent cut
             if self.loop.user_stop is not None:
                 return True
+            with self._lock:
+                retry, self._retry_requested = self._retry_requested, None
+            if retry is not None:
+                self._retry_dead_letters(retry)
+                return False  # (the next round's summaries count the URLs queued again before anything ends)
         if self.loop.over():
             return True
         self._launch()
@@ -453,3 +490,6 @@ class CoordinatorActor:
 
     def add_seeds(self, urls: Sequence[str]) -> None:
         self._coordinator.add_seeds(urls)
+
+    def retry_errors(self, budget: bool = False) -> None:
+        self._coordinator.retry_errors(budget)

@@ -17,7 +17,7 @@ from ray.exceptions import RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from raycrawl.core.outlinks import seed_links
-from raycrawl.core.records import UrlEntry
+from raycrawl.core.records import Known, Link, UrlEntry
 from raycrawl.core.shard_work import ShardSetup
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.urls import host_key
@@ -57,16 +57,27 @@ class Crew:
 
     def offer_seeds(self, seeds: list[str], tracking_params: tuple[str, ...]) -> None:
         """Seeds go to their hosts' shards, to be screened and deduplicated like any link."""
-        by_shard: dict[int, list[Any]] = {}
-        for link in seed_links(seeds, tracking_params):
-            by_shard.setdefault(shard_for(host_key(link[0]), len(self.shards)), []).append(link)
-        ray.get([self.shards[i].offer.remote(links) for i, links in by_shard.items()])
+        self.offer_links(seed_links(seeds, tracking_params))
 
-    def requeue(self, entries: list[UrlEntry]) -> None:
+    def offer_links(self, links: list[Link], known: dict[str, Known] | None = None) -> None:
+        """Links to their hosts' shards, with what is known of them (a recrawl's seeds)."""
+        by_shard: dict[int, list[Link]] = {}
+        for link in links:
+            by_shard.setdefault(shard_for(host_key(link[0]), len(self.shards)), []).append(link)
+        known = known or {}
+        calls = []
+        for i, batch in by_shard.items():
+            theirs = {link[0]: known[link[0]] for link in batch if link[0] in known}
+            calls.append(self.shards[i].offer.remote(batch, theirs))
+        ray.get(calls)
+
+    def requeue(self, entries: list[UrlEntry], retry: bool = False) -> None:
+        """URLs the seen-set has already taken, to their hosts' shards; ``retry``: dead letters crawled again."""
         by_shard: dict[int, list[UrlEntry]] = {}
         for entry in entries:
             by_shard.setdefault(shard_for(host_key(entry.url), len(self.shards)), []).append(entry)
-        ray.get([self.shards[i].requeue.remote(batch) for i, batch in by_shard.items()])
+        shards = self.shards
+        ray.get([(shards[i].retry if retry else shards[i].requeue).remote(batch) for i, batch in by_shard.items()])
 
     def add_scope_hosts(self, hosts: list[str]) -> None:
         ray.get([s.add_scope_hosts.remote(hosts) for s in self.shards])

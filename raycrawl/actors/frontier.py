@@ -22,7 +22,7 @@ from raycrawl.adapters.output import PagesBuffer
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.core.crawl_loop import ShardSummary
 from raycrawl.core.link_routing import PartitionShare
-from raycrawl.core.records import FetchResult, Lease, Link, UrlEntry
+from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry
 from raycrawl.core.shard_work import ShardOutput, ShardSetup, ShardWork
 
 
@@ -58,9 +58,9 @@ class FrontierShardActor:
     def settle(self, results: list[FetchResult]) -> None:
         self._work.settle(results)
 
-    def offer(self, links: list[Link]) -> None:
+    def offer(self, links: list[Link], known: dict[str, Known] | None = None) -> None:
         """Seeds (from the coordinator): screened and deduplicated like any link, with the round's."""
-        self._work.offer(links)
+        self._work.offer(links, known)
 
     def push(self, entries: list[UrlEntry], sender: int) -> None:
         self._work.receive(entries, sender)
@@ -113,6 +113,9 @@ class FrontierShardActor:
 
     def restore(self, data: bytes) -> None:
         self._work.frontier.restore(json.loads(zlib.decompress(data)))
+
+    def retry(self, entries: list[UrlEntry]) -> None:
+        self._work.retry(entries)
 
     def requeue(self, entries: list[UrlEntry]) -> None:
         """URLs already in the seen-set (a checkpoint from before links went shard to shard had them pending)."""

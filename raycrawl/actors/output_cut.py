@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from raycrawl.adapters.output import WARC_DIR, remove_uncommitted, write_committed
+from raycrawl.adapters.output import PAGES_DIR, WARC_DIR, pages_part, remove_uncommitted, write_committed
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.adapters.warc import buffer_path, epoch_of
+from raycrawl.core.dead_letters import DeadLetters, take_dead_letters
 from raycrawl.core.parts import Ranges, WarcLedger
 from raycrawl.core.shard_work import ShardOutput
 
@@ -96,6 +98,7 @@ class OutputParts:
             self.storage.put(self.shared_marker, run.encode())
         self.ledger = WarcLedger()
         self.parts: list[str] = []  # stored, and consistent with the crawl's state: the next checkpoint lists them
+        self._superseded: list[str] = []  # parts the next checkpoint no longer lists: deleted once it commits
 
     def resume(self, parts: list[str]) -> int:
         """Continue the output of a checkpoint that lists ``parts``; parts it does not list are deleted."""
@@ -151,11 +154,37 @@ class OutputParts:
             write_committed(self.storage, checkpoint_id, self.parts)
         except StorageError as exc:
             return str(exc)
+        superseded, self._superseded = self._superseded, []
+        with contextlib.suppress(StorageError):  # (left behind, a resume deletes them: no checkpoint lists them)
+            self.storage.delete(superseded)
         return None
+
+    def take_dead_letters(self, epoch: int, outcomes: Collection[str]) -> DeadLetters:
+        """The URLs whose committed records ended in ``outcomes``, taken out of the output: each page part that
+        has any is replaced by a part of ``epoch`` without them (the next checkpoint lists it instead)."""
+        taken = DeadLetters()
+        for part in [p for p in self.parts if p.startswith(PAGES_DIR + "/")]:
+            data = self.storage.read(part)
+            if data is None:
+                raise StorageError(f"{self.storage.show(part)} is listed in the checkpoint but missing")
+            found = take_dead_letters(data, outcomes)
+            if not found.entries:
+                continue
+            rest = [p for p in self.parts if p != part]
+            if found.kept:
+                name = pages_part(epoch, f"retried{len(self._superseded):04d}")
+                self.storage.put(name, b"".join(found.kept))
+                rest.append(name)
+            self.parts = rest
+            self._superseded.append(part)
+            taken.entries += found.entries
+            taken.outcomes += found.outcomes
+        return taken
 
     def roll_back(self, parts: list[str]) -> None:
         """Back to a checkpoint that lists ``parts``: this interval's buffers are dropped, its parts deleted."""
         stray = set(self.parts) - set(parts)
+        self._superseded = []
         self.ledger.clear()
         self.parts = list(parts)
         with contextlib.suppress(StorageError):

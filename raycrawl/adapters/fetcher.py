@@ -45,6 +45,7 @@ from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links, is_html
 from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan
+from raycrawl.core.revisits import conditional_headers, recrawl_outcome, revisit_for
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
 from raycrawl.core.sitemaps import MAX_BYTES as MAX_SITEMAP_BYTES
 from raycrawl.core.sitemaps import parse_sitemap, sitemap_outlinks
@@ -56,6 +57,7 @@ TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
 MAX_CONTENT_TYPE = 200  # characters of a Content-Type kept in a record (a real one is far shorter)
+MAX_VALIDATOR = 200  # ... and of an ETag or Last-Modified (sent back as they were in a recrawl)
 
 
 class RedirectFailed(ValueError):
@@ -308,7 +310,10 @@ class Fetcher:
             raise BlockedAddress(f"{host} is not an address this crawl may connect to")
         r.sent_at = time.time()
         # encoded=True: the canonical URL is sent as it is (yarl would otherwise re-quote it)
-        async with self._session.get(URL(url, encoded=True), allow_redirects=False) as response:
+        conditional = conditional_headers(r.lease.entry.known)  # (a recrawl: the earlier capture's validators)
+        async with self._session.get(
+            URL(url, encoded=True), allow_redirects=False, headers=conditional or None
+        ) as response:
             r.responded_at = time.time()
             r.status = response.status
             r.transient = response.status in TRANSIENT_STATUSES
@@ -319,6 +324,8 @@ class Fetcher:
             if response.status in (429, 503):
                 r.retry_at = parse_retry_after(headers.get("Retry-After"), r.responded_at)
             ex.location = headers.get("Location")
+            r.etag = clean_text(headers.get("ETag"), MAX_VALIDATOR)
+            r.last_modified = clean_text(headers.get("Last-Modified"), MAX_VALIDATOR)
             ex.request_headers = list(response.request_info.headers.items())
             ex.reason = response.reason or ""
             ex.ip = _peer_address(response)
@@ -374,8 +381,13 @@ class Fetcher:
             r.outlinks, r.spellings, r.links_capped = links.urls, links.spellings, links.capped
         if self._warc is not None and (not too_large or self.settings.keep_truncated):
             status = HttpStatus(r.status, _reason_bytes(ex.reason), ex.raw_headers)
-            start, end = self._warc.write(r.lease.request_url, ex.request_headers, status, ex.body, too_large, ex.ip)
-            r.warc = WarcSpan("", self._warc.path.name, self._warc.head, start, end)
+            known = r.lease.entry.known
+            revisit = revisit_for(recrawl_outcome(r.status, known, r.sha256), known, r.lease.request_url, ex.body)
+            stored = self._warc.write(
+                r.lease.request_url, ex.request_headers, status, ex.body, too_large, ex.ip, r.responded_at, revisit
+            )
+            r.warc = WarcSpan("", self._warc.path.name, self._warc.head, stored.start, stored.end)
+            r.warc_id, r.warc_date = stored.record_id, stored.date
 
 
 async def _read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:

@@ -19,12 +19,15 @@ import time
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from warcio.statusandheaders import StatusAndHeaders
+from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
+from raycrawl.core.revisits import Revisit
 from raycrawl.core.urls import path_of
 
 _DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
@@ -110,6 +113,17 @@ class _RawHeaders(StatusAndHeaders):  # type: ignore[misc]
         self.headers_buff = self._raw
 
 
+@dataclass(frozen=True, slots=True)
+class WrittenRecord:
+    """Where a fetch's records went ([start, end) in the file), and its response (or revisit) record's id and date:
+    what a later recrawl's revisit record refers to."""
+
+    start: int
+    end: int
+    record_id: str
+    date: str
+
+
 WARC_VERSION = "1.1"  # sub-second WARC-Date, and the 1.1 revisit profiles (warcio writes both for "1.1")
 
 
@@ -141,26 +155,35 @@ class WarcSink:
         body: bytes,
         truncated: bool = False,
         ip: str | None = None,
-    ) -> tuple[int, int]:
-        """Append a response and its request (linked by WARC-Concurrent-To); returns their [start, end) in the
-        file. Built in memory first and appended whole: a failure while building (the fetcher's fault boundary
-        turns it into the URL's error record) leaves no half record."""
+        at: float | None = None,
+        revisit: Revisit | None = None,
+    ) -> WrittenRecord:
+        """Append a response (or, with ``revisit``, a revisit record standing for an earlier capture of the same
+        payload) and its request, linked by WARC-Concurrent-To. ``at``: the capture's time (the WARC-Date).
+        Built in memory first and appended whole: a failure while building (the fetcher's fault boundary turns
+        it into the URL's error record) leaves no half record."""
         request = StatusAndHeaders(f"GET {path_of(url)} HTTP/1.1", request_headers, is_http_request=True)
         response = _RawHeaders(status, len(body))
         buffer = io.BytesIO()
         self._members.file = buffer
         w = self._writer
-        extra = {"WARC-Warcinfo-ID": self._warcinfo_id}
+        when = datetime.fromtimestamp(time.time() if at is None else at, UTC).replace(tzinfo=None)
+        extra = {"WARC-Warcinfo-ID": self._warcinfo_id, "WARC-Date": datetime_to_iso_date(when, use_micros=True)}
         if ip:
             extra["WARC-IP-Address"] = ip
         if truncated:
             extra["WARC-Truncated"] = "length"  # WARC 1.1 section 5.13
-        # With the lengths given, warcio digests the bodies where they are instead of copying each into a temporary
-        # file first (that copy was ~10% of a fetch worker's CPU).
-        response_record = w.create_warc_record(
-            url, "response", payload=io.BytesIO(body), length=len(body), http_headers=response,
-            warc_headers_dict=extra,
-        )  # fmt: skip
+        if revisit is not None:
+            response_record = w.create_warc_record(
+                url, "revisit", http_headers=response, warc_headers_dict=extra | revisit.warc_headers()
+            )
+        else:
+            # With the lengths given, warcio digests the bodies where they are instead of copying each into a
+            # temporary file first (that copy was ~10% of a fetch worker's CPU).
+            response_record = w.create_warc_record(
+                url, "response", payload=io.BytesIO(body), length=len(body), http_headers=response,
+                warc_headers_dict=extra,
+            )  # fmt: skip
         request_record = w.create_warc_record(
             url, "request", payload=io.BytesIO(b""), length=0, http_headers=request,
             warc_headers_dict={"WARC-Warcinfo-ID": self._warcinfo_id},
@@ -168,7 +191,10 @@ class WarcSink:
         w.write_request_response_pair(request_record, response_record)
         start = self._file.tell()
         self._file.write(buffer.getvalue())
-        return start, self._file.tell()
+        headers = response_record.rec_headers
+        return WrittenRecord(
+            start, self._file.tell(), headers.get_header("WARC-Record-ID"), headers.get_header("WARC-Date")
+        )
 
     def flush(self) -> None:
         self._file.flush()

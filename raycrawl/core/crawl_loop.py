@@ -259,6 +259,12 @@ class CrawlLoop:
             return False
         return True
 
+    def checkpoint_now(self) -> None:
+        """A checkpoint at the next quiet moment, whatever the interval says (launching stops until then)."""
+        if not self.checkpoint_due:
+            self.checkpoint_due = True
+            self._quiesce_started = self._clock()
+
     def checkpointed(self) -> None:
         now = self._clock()
         if self.checkpoint_due:

@@ -192,6 +192,17 @@ class FrontierShard:
         for hs in touched.values():
             self._schedule(hs)
 
+    def retry(self, entries: Iterable[UrlEntry]) -> None:
+        """URLs that ended (dead letters) queued again with fresh attempts; a host that an error closed (robots.txt
+        unreachable) is opened again, to ask for its robots.txt anew."""
+        entries = list(entries)
+        for entry in entries:
+            hs = self._hosts.get(host_key(entry.url))
+            if hs is not None and hs.closed is not None and hs.closed[0] == "error":
+                hs.closed, hs.robots, hs.robots_failures = None, None, 0
+        self.counters["dead_letters_retried"] += len(entries)
+        self.push(entries)
+
     def _host(self, url: str) -> HostState:
         key = host_key(url)
         hs = self._hosts.get(key)

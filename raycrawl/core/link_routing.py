@@ -13,11 +13,11 @@ its way -- the coordinator's test that the crawl is quiet (termination, the chec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from raycrawl.core.outlinks import Candidates
-from raycrawl.core.records import UrlEntry
+from raycrawl.core.records import Known, UrlEntry
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.urls import fingerprint, host_key
 
@@ -42,8 +42,10 @@ class LinkRouter:
 
     # --- asking the partitions -----------------------------------------------------------------------
 
-    def split(self, candidates: Candidates) -> dict[int, PartitionShare]:
-        """The candidates as new entries, by the partition that owns each one's fingerprint."""
+    def split(self, candidates: Candidates, known: Mapping[str, Known] | None = None) -> dict[int, PartitionShare]:
+        """The candidates as new entries, by the partition that owns each one's fingerprint; ``known``: what an
+        earlier crawl learned about some of them (a recrawl's seeds)."""
+        learned = (known or {}).get
         out: dict[int, PartitionShare] = {}
         n = self.partitions
         for url, (depth, parent, chain, requested, kind) in candidates.items():
@@ -52,7 +54,7 @@ class LinkRouter:
             if share is None:
                 share = out[fp % n] = PartitionShare([], [])
             share.fingerprints.append(fp)
-            share.entries.append(UrlEntry(url, depth, parent, 0, chain, requested, kind))
+            share.entries.append(UrlEntry(url, depth, parent, 0, chain, requested, kind, learned(url)))
         return out
 
     def answered(self, partition: int, share: PartitionShare, answer: bytes) -> list[UrlEntry]:

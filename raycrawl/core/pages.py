@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from raycrawl.core.clean import describe_exception
-from raycrawl.core.records import FetchResult, Terminal
+from raycrawl.core.records import FetchResult, Outcome, Terminal
+from raycrawl.core.revisits import recrawl_outcome
 
 
 def iso_utc(ts: float) -> str:
@@ -18,9 +19,12 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
     lease = result.lease
     # A response counts as fetched unless it was a transient failure on the last attempt (a 503 that stayed).
     fetched = result.status is not None and result.error is None and not result.transient
-    outcome = "fetched" if fetched else "error"
+    outcome: Outcome = "fetched" if fetched else "error"
     if fetched and result.truncated and lease.kind == "page":
         outcome = "too_large"
+    known = lease.entry.known
+    again = recrawl_outcome(result.status, known, result.sha256) if outcome == "fetched" else None
+    outcome = again or outcome
     record: dict[str, Any] = {
         "url": lease.url,
         "requested_url": lease.request_url,
@@ -38,6 +42,17 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
         "attempts": lease.attempts + 1,
         "error": result.error or ("body over max_body_bytes, not parsed" if outcome == "too_large" else None),
     }
+    # What a later recrawl asks with, and refers its revisit records to. A revisit stands for the earlier
+    # capture (a 304 has no body of its own): it carries that capture on, so revisits all point at a full one.
+    revisited = known if again in ("not_modified", "unchanged") else None
+    if result.etag or result.last_modified or revisited is not None:
+        record["etag"] = result.etag or (revisited.etag if revisited else None)
+        record["last_modified"] = result.last_modified or (revisited.last_modified if revisited else None)
+    if revisited is not None:
+        record["sha256"] = revisited.sha256
+        record["warc_id"], record["warc_date"] = revisited.warc_id, revisited.warc_date
+    elif result.warc_id is not None:
+        record["warc_id"], record["warc_date"] = result.warc_id, result.warc_date
     if lease.kind == "sitemap":
         record["kind"] = "sitemap"
         read = result.sitemap

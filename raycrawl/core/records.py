@@ -41,7 +41,35 @@ EntryKind = Literal["page", "sitemap"]  # what a queued URL is fetched as
 #   robots_denied  robots.txt forbids it; no request was made
 #   out_of_budget  the crawl stopped (max-pages, time limit) or a queue bound shed it before it was fetched
 #   too_large      a response whose (decoded) body exceeded max_body_bytes; reading stopped at the limit
-Outcome = Literal["fetched", "error", "robots_denied", "out_of_budget", "too_large"]
+#   not_modified   (a recrawl) the server answered 304 to the conditional request: the earlier capture stands
+#   unchanged      (a recrawl) a 200 whose body is the earlier capture's, byte for byte (same sha256)
+#   gone           (a recrawl) a URL captured before now answers 404 or 410
+Outcome = Literal[
+    "fetched", "error", "robots_denied", "out_of_budget", "too_large", "not_modified", "unchanged", "gone"
+]
+
+# The outcomes of URLs a request was made for (what max_pages and pages/s count).
+FETCH_OUTCOMES = ("fetched", "error", "too_large", "not_modified", "unchanged", "gone")
+
+
+@compact_pickle
+@dataclass(slots=True, frozen=True)
+class Known:
+    """What an earlier crawl learned about a URL (``--recrawl``): its validators for a conditional request, and
+    its capture, which a revisit record refers to."""
+
+    etag: str | None
+    last_modified: str | None
+    sha256: str | None
+    warc_id: str | None  # WARC-Record-ID of the earlier capture's response record
+    warc_date: str | None  # ... and its WARC-Date
+
+    def to_row(self) -> list[str | None]:
+        return [self.etag, self.last_modified, self.sha256, self.warc_id, self.warc_date]
+
+    @classmethod
+    def from_row(cls, row: list[str | None]) -> Known:
+        return cls(*row)
 
 
 # url (canonical), depth, parent, the redirect chain that led to it, the URL as written (None: as canonical), and
@@ -63,6 +91,7 @@ class UrlEntry:
     # A sitemap's ``depth`` is how deep in sitemap indexes it was found (0: named by robots.txt); the pages it
     # lists are at depth 1.
     kind: EntryKind = "page"
+    known: Known | None = None  # a recrawl's URL: what the earlier crawl learned about it
 
     @property
     def request_url(self) -> str:
@@ -71,6 +100,8 @@ class UrlEntry:
 
     def to_row(self) -> list[Any]:
         row: list[Any] = [self.url, self.depth, self.parent, self.attempts]
+        if self.known is not None:
+            return [*row, list(self.redirects), self.requested, self.kind, self.known.to_row()]
         if self.kind != "page":
             return [*row, list(self.redirects), self.requested, self.kind]
         if self.requested:
@@ -82,7 +113,9 @@ class UrlEntry:
         url, depth, parent, attempts, *rest = row
         redirects = tuple(rest[0]) if rest else ()
         requested = rest[1] if len(rest) > 1 else None
-        return cls(url, depth, parent, attempts, redirects, requested, rest[2] if len(rest) > 2 else "page")
+        kind: EntryKind = rest[2] if len(rest) > 2 else "page"
+        known = Known.from_row(rest[3]) if len(rest) > 3 else None
+        return cls(url, depth, parent, attempts, redirects, requested, kind, known)
 
 
 @compact_pickle
@@ -153,6 +186,10 @@ class FetchResult:
     fault: str | None = None  # the exception class the per-URL fault boundary caught (an error record, counted)
     warc: WarcSpan | None = None  # where its WARC records are, in its worker's local buffer
     sitemap: SitemapRead | None = None  # a sitemap lease's file, as read (its entries are the outlinks)
+    etag: str | None = None  # the response's validators, for a later recrawl's conditional request
+    last_modified: str | None = None
+    warc_id: str | None = None  # its WARC response (or revisit) record's WARC-Record-ID ...
+    warc_date: str | None = None  # ... and WARC-Date
 
 
 @compact_pickle

@@ -25,7 +25,7 @@ from raycrawl.core.frontier import FrontierSettings, FrontierShard
 from raycrawl.core.link_routing import LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen
 from raycrawl.core.parts import WarcLedger
-from raycrawl.core.records import FetchResult, Lease, Link, UrlEntry, WarcSpan
+from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry, WarcSpan
 from raycrawl.core.scope import ScopeKind, ScopePolicy
 from raycrawl.core.settle import RecordRules, Settled, ack_of, settle, terminal_records
 from raycrawl.core.stats import CrawlStats
@@ -77,6 +77,7 @@ class ShardWork:
         self._output = ShardOutput()
         self._batches: dict[int, list[int]] = {}  # lease batch -> its lease ids
         self._candidates: Candidates = {}  # links found since the last round, not asked about yet
+        self._known: dict[str, Known] = {}  # what an earlier crawl learned of some of them (a recrawl's seeds)
         self._latencies: list[float] = []  # of the results settled since the coordinator last asked (a metric)
 
     # --- the coordinator's round ---------------------------------------------------------------------
@@ -135,20 +136,23 @@ class ShardWork:
         self._latencies.extend(out.latencies)
         self.offer(out.links)
 
-    def offer(self, links: list[Link]) -> None:
+    def offer(self, links: list[Link], known: dict[str, Known] | None = None) -> None:
         """Candidate links (outlinks, or seeds), screened by trap rules and scope; the first found of each URL
-        is kept until the next ``take_shares``."""
+        is kept until the next ``take_shares``, with what ``known`` says of it (a recrawl's seeds)."""
         found = self._candidates
         for url, info in screen(links, self.setup.traps, self.scope, self._stats.dropped).items():
             if url not in found:
                 found[url] = info
+                if known and url in known:
+                    self._known[url] = known[url]
 
     def take_shares(self) -> dict[int, PartitionShare]:
         """The links found since the last call, split by seen-set partition: the actor asks each partition once
         per coordinator round (one call per round instead of one per settled batch: a Ray call costs more than
         the links it carries)."""
         found, self._candidates = self._candidates, {}
-        return self.router.split(found)
+        known, self._known = self._known, {}
+        return self.router.split(found, known)
 
     def answered(self, partition: int, share: PartitionShare, answer: bytes) -> dict[int, list[UrlEntry]]:
         """A partition's answer: the new URLs by owner shard (this one's already queued here)."""
@@ -163,6 +167,11 @@ class ShardWork:
     def receive(self, entries: list[UrlEntry], sender: int) -> None:
         self.router.got(sender)
         self.frontier.push(entries)
+        self._end_terminals()
+
+    def retry(self, entries: list[UrlEntry]) -> None:
+        """Dead letters (URLs that ended in error), crawled again: they are in the seen-set already."""
+        self.frontier.retry(entries)
         self._end_terminals()
 
     def requeue(self, entries: list[UrlEntry]) -> None:

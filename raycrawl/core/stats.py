@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from raycrawl.core.records import FETCH_OUTCOMES
+
 
 @dataclass
 class CrawlStats:
@@ -25,7 +27,7 @@ class CrawlStats:
 
     @property
     def pages_fetched(self) -> int:
-        return self.outcomes["fetched"] + self.outcomes["error"] + self.outcomes["too_large"]
+        return sum(self.outcomes[outcome] for outcome in FETCH_OUTCOMES)
 
     @property
     def records(self) -> int:

@@ -33,6 +33,7 @@ class WebSpec:
     profiles: tuple[str, ...] = ()  # fault profile of host h is profiles[h] ("normal" past the end); see server
     slow_seconds: float = 3.0  # how long the "slow" and "robots-timeout" profiles take to answer
     canary: str = ""  # ip:port of a listener the "hostile" host links to in every spelling (must see nothing)
+    revision_file: str = ""  # the "versioned" profile's revision is read from here (testing/versioned.py)
 
     def profile(self, host: int) -> str:
         return self.profiles[host] if host < len(self.profiles) else "normal"

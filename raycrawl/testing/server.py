@@ -17,6 +17,8 @@ Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustne
 - ``503-forever``: every page answers 503 without Retry-After. ``403``: every page answers 403.
 - ``slow``: every page answers after ``slow_seconds``.
 - ``hostile``: traps, bombs, drips, loops, bad encodings and canary links: see ``testing/hostile.py``.
+- ``recovering``: some pages answer 503 until the web's revision is 2: see ``testing/versioned.py``.
+- ``versioned``: pages that change, go and appear between crawls, with validators: see ``testing/versioned.py``.
 - ``sitemap``: pages that link nowhere, found only through robots.txt -> sitemap index -> sitemaps (gzip, text,
   broken, a bomb): see ``testing/sitemapweb.py``.
 - ``odd`` / ``odd-cut-robots``: raw bytes no well-behaved library would send, connections reset mid-body, a robots.txt
@@ -38,7 +40,7 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import IO
 
-from raycrawl.testing import hostile, odd, sitemapweb
+from raycrawl.testing import hostile, odd, sitemapweb, versioned
 from raycrawl.testing.graph import WebGraph, WebSpec
 
 MAX_HEADER_BYTES = 16 * 1024
@@ -55,8 +57,11 @@ class TestWebServer:
         self._ip_to_host = {self.graph.ip(h): h for h in range(spec.hosts)}
         self._page_requests: dict[int, int] = {}
 
-    def route(self, host: int, path: str) -> tuple[int, list[tuple[str, str]], hostile.Body, float]:
-        """(status, headers, body, seconds to wait before answering) for a path on a host, after its profile."""
+    def route(
+        self, host: int, path: str, request: dict[str, str] | None = None
+    ) -> tuple[int, list[tuple[str, str]], hostile.Body, float]:
+        """(status, headers, body, seconds to wait before answering) for a path on a host, after its profile
+        (``request``: the request's headers, lower-cased names)."""
         profile = self.spec.profile(host)
         if profile == "hostile":
             return (*hostile.route(path, self.graph.netloc(host), self.spec.canary), 0.0)
@@ -68,6 +73,15 @@ class TestWebServer:
             answer = sitemapweb.route(path, netloc, self.spec.pages_per_host, outside)
             if answer is not None:
                 return (*answer, 0.0)
+        if profile == "recovering":
+            down = versioned.recovering(path, versioned.revision(self.spec.revision_file))
+            if down is not None:
+                return (*down, 0.0)
+        if profile == "versioned" and path != "/robots.txt":
+            rev = versioned.revision(self.spec.revision_file)
+            answered = versioned.answer(self.graph, host, path, rev, request or {})
+            if answered is not None:
+                return (*answered, 0.0)
         kind, _, arg = profile.rpartition("-") if profile[-1:].isdigit() else (profile, "", "")
         if path == "/robots.txt" or path.startswith("/r/"):
             return self._robots(host, path, profile, kind, arg)
@@ -157,7 +171,8 @@ class TestWebServer:
                     if not await odd.send(raw, reader, writer, cut):
                         return
                     continue
-                status, extra, body, wait = self.route(host, target)
+                status, extra, body, wait = self.route(host, target, headers)
+                length = body.length if isinstance(body, hostile.Streamed) else len(body)
                 record = {
                     "t": received,
                     "ip": local_ip,
@@ -168,13 +183,14 @@ class TestWebServer:
                     "status": status,
                     "client_port": client_port,  # a new port: a new connection (keep-alive is measurable)
                 }
-                if "authorization" in headers:
-                    record["authorization"] = headers["authorization"]
+                for name in ("authorization", "if-none-match", "if-modified-since"):
+                    if name in headers:
+                        record[name.replace("-", "_")] = headers[name]
+                record["bytes"] = length if method != "HEAD" else 0
                 self.log.write(json.dumps(record) + "\n")
                 self.log.flush()
                 if wait:
                     await asyncio.sleep(wait)
-                length = body.length if isinstance(body, hostile.Streamed) else len(body)
                 lines_out = [f"HTTP/1.1 {status} Status", f"Content-Length: {length}"]
                 lines_out += [f"{k}: {v}" for k, v in extra]
                 response = ("\r\n".join(lines_out) + "\r\n\r\n").encode()

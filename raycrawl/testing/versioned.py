@@ -1,0 +1,86 @@
+"""The ``versioned`` profile of the test web: pages that change between crawls, for recrawl tests.
+
+The web's revision is read from ``WebSpec.revision_file`` at each request (a test writes 2 there between two
+crawls; missing or empty: 1). From revision 2 on, page ``p`` of the host:
+
+- is gone (404) when ``p % 7 == 3``;
+- has changed when ``p % 5 == 1``: a line of text and a link to a new page, ``/new/{p}``, that exists from then on;
+- is as it was otherwise.
+
+The ``recovering`` profile: pages with ``p % 4 == 3`` answer 503 up to revision 1, and as usual from revision 2
+(a server that was down for a while: dead letters to retry).
+
+Validators: ``ETag`` (from the body) and ``Last-Modified`` (the day of the page's revision), honoured as RFC 9110
+says (If-None-Match first); pages with ``p % 10 == 2`` send none and ignore conditions, as many servers do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from email.utils import formatdate
+from pathlib import Path
+
+from raycrawl.testing.graph import WebGraph
+
+EPOCH = 1_700_000_000  # Last-Modified of revision r: this plus r days
+
+
+def revision(path: str) -> int:
+    try:
+        text = Path(path).read_text().strip() if path else ""
+    except OSError:
+        return 1
+    return int(text) if text.isdigit() else 1
+
+
+def gone(page: int, rev: int) -> bool:
+    return rev >= 2 and page % 7 == 3
+
+
+def changed(page: int, rev: int) -> bool:
+    return rev >= 2 and page % 5 == 1 and not gone(page, rev)
+
+
+def has_validators(page: int) -> bool:
+    return page % 10 != 2
+
+
+def answer(
+    graph: WebGraph, host: int, path: str, rev: int, request: dict[str, str]
+) -> tuple[int, list[tuple[str, str]], bytes] | None:
+    """(status, headers, body) for a page path of the host, or None for paths it does not serve this way."""
+    html = [("Content-Type", "text/html; charset=utf-8")]
+    if path.startswith("/new/") and path[5:].isdigit():
+        page = int(path[5:])
+        if changed(page, rev):
+            return 200, html, f"<html><body>new page {page} of revision {rev}</body></html>".encode()
+        return 404, [], b"not found\n"
+    if path == "/":
+        page = 0
+    elif path.startswith("/p/") and path[3:].isdigit():
+        page = int(path[3:])
+    else:
+        return None
+    if page >= graph.spec.pages_per_host or gone(page, rev):
+        return 404, [], b"not found\n"
+    body = graph.html(host, page)
+    if changed(page, rev):
+        body = body.replace(b"</body>", f'<p>revised</p><a href="/new/{page}">new</a></body>'.encode())
+    if not has_validators(page):
+        return 200, html, body
+    etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+    modified = formatdate(EPOCH + (rev if changed(page, rev) else 1) * 86400, usegmt=True)
+    validators = [("ETag", etag), ("Last-Modified", modified)]
+    if "if-none-match" in request:
+        if etag in (tag.strip() for tag in request["if-none-match"].split(",")):
+            return 304, validators, b""
+    elif request.get("if-modified-since") == modified:
+        return 304, validators, b""
+    return 200, html + validators, body
+
+
+def recovering(path: str, rev: int) -> tuple[int, list[tuple[str, str]], bytes] | None:
+    """The ``recovering`` profile's answer where it differs from an ordinary host's, else None."""
+    if rev <= 1 and path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) % 4 == 3:
+        return 503, [], b"down for maintenance\n"
+    return None
