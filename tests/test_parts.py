@@ -58,7 +58,7 @@ def test_a_part_made_of_kept_spans_is_a_valid_warc_with_only_those_records(tmp_p
     sink.close()
     storage = resolve(str(tmp_path / "out"))
     plan_ledger = WarcLedger()
-    plan_ledger.keep([span("n", sink.path.name, s, e, head=sink.head) for i, (s, e) in enumerate(spans) if i != 2])
+    plan_ledger.keep([span("n", sink.path.name, w.start, w.end, head=sink.head) for i, w in enumerate(spans) if i != 2])
     storage.put_file("warc/" + sink.path.name, str(sink.path), plan_ledger.plan("n")[sink.path.name])
     data = storage.read("warc/" + sink.path.name) or b""
     records = [(r.rec_type, r.rec_headers.get_header("WARC-Target-URI")) for r in ArchiveIterator(io.BytesIO(data))]
