@@ -76,6 +76,8 @@ HELP = {
     "robots_ttl": "seconds a robots.txt is cached",
     "recrawl": "fetch again the URLs an earlier crawl fetched (its --out), asking conditionally; WARC revisit"
     " records for what did not change",
+    "priority": "add WEIGHT to the score of URLs matching the regular expression PATTERN (repeatable); higher"
+    " scores are fetched first",
     "sitemaps": "read no sitemaps (robots.txt Sitemap: lines, their indexes and files)",
     "max_sitemaps_per_host": "sitemap files fetched per host in a run; more end as out_of_budget",
     "warc": "write no WARC files",
@@ -95,8 +97,8 @@ HELP = {
 # The flags of `raycrawl crawl`, grouped as an operator looks for them (every CrawlConfig field is in one group).
 GROUPS: dict[str, tuple[str, ...]] = {
     "scope and limits": ("seeds_file", "scope", "allow", "deny", "max_depth", "max_pages", "time_limit",
-                         "max_pages_per_host", "leftovers", "tracking_params", "strict", "recrawl", "sitemaps",
-                         "max_sitemaps_per_host"),
+                         "max_pages_per_host", "leftovers", "tracking_params", "strict", "recrawl", "priority",
+                         "sitemaps", "max_sitemaps_per_host"),
     "politeness": ("delay", "delay_factor", "min_delay", "max_delay", "max_crawl_delay", "crawl_delay_policy",
                    "max_retry_after", "backoff_base", "max_backoff", "pause_after", "per_host_concurrency",
                    "user_agent", "robots_ttl"),
@@ -111,7 +113,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 # What to give, where the type alone does not say it.
 METAVARS = {
     "seeds_file": "FILE", "allow": "REGEX", "deny": "REGEX", "tracking_params": "PATTERNS", "user_agent": "AGENT",
-    "out": "DIR", "recrawl": "PREVIOUS_OUT", "redis_url": "URL", "crawl_id": "NAME", "allow_network": "CIDR",
+    "out": "DIR", "recrawl": "PREVIOUS_OUT", "priority": "PATTERN=WEIGHT", "redis_url": "URL", "crawl_id": "NAME",
+    "allow_network": "CIDR",
     "resolve": "HOST=IP",
     "ray_address": "ADDRESS", "max_body_bytes": "BYTES", "delay_factor": "FACTOR", "bloom_error_rate": "RATE",
     "fetch_task_cpus": "CPUS",
@@ -306,13 +309,15 @@ def run_demo(args: argparse.Namespace) -> int:
         return run_crawl(cfg)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, **python_only: Any) -> int:
+    """``raycrawl`` with ``argv``; ``python_only``: settings no flag can carry (``score=``, ``filesystem=``), for a
+    script that runs the CLI with them (``jobs/scored_crawl.py``)."""
     args = build_parser().parse_args(argv)
     try:
         if args.command == "demo":
             return run_demo(args)
         cfg, named = load_named_config(_cli_values(args), config_file=args.config)
-        return run_crawl(cfg, named)
+        return run_crawl(cfg.replace(**python_only) if python_only else cfg, named)
     except RaycrawlError as exc:
         print(f"raycrawl: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -26,6 +26,7 @@ from raycrawl.core.fetch_settings import DEFAULT_TRACKING_PARAMS as DEFAULT_TRAC
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
+from raycrawl.core.priority import parse_rule
 from raycrawl.core.robots_txt import product_token
 from raycrawl.core.settle import RecordRules
 from raycrawl.core.traps import TrapRules
@@ -100,6 +101,7 @@ class CrawlConfig:
     robots_ttl: float = _default(FrontierSettings, "robots_ttl")
     sitemaps: bool = _default(FrontierSettings, "sitemaps")
     max_sitemaps_per_host: int = _default(FrontierSettings, "max_sitemaps_per_host")
+    priority: tuple[str, ...] = ()  # PATTERN=WEIGHT rules added to a URL's score (core/priority.py)
     warc: bool = True
     checkpoint_interval: float = 30.0
     redis_url: str | None = None
@@ -113,6 +115,8 @@ class CrawlConfig:
     max_part_bytes: int = 1 << 30
     # Python only (as Ray Data's ``filesystem=``): a pyarrow.fs or fsspec filesystem that ``out`` is a path in.
     filesystem: Any = dataclasses.field(default=None, compare=False, repr=False)
+    # Python only: score(url, depth) -> float, higher first, instead of -depth (shipped to the shards by Ray).
+    score: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # a list where a tuple is declared is what a notebook user writes
@@ -185,6 +189,12 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.max_queue_total >= 1, "max_queue_total", "a whole number >= 1")
     need(0 <= cfg.lease_horizon <= 10, "lease_horizon", "seconds between 0 and 10")
     need(cfg.robots_ttl > 0, "robots_ttl", "seconds > 0")
+    need(cfg.score is None or callable(cfg.score), "score", "a function score(url, depth) -> float, or None")
+    for rule in cfg.priority:
+        try:
+            parse_rule(rule)
+        except ValueError as exc:
+            raise ConfigError(f"priority: {exc}", "priority") from None
     need(cfg.max_sitemaps_per_host >= 0, "max_sitemaps_per_host", "a whole number >= 0")
     need(cfg.checkpoint_interval >= 0, "checkpoint_interval", "seconds >= 0 (0: only at the end and on a stop)")
     need(cfg.max_part_bytes >= 1 << 20, "max_part_bytes", "bytes >= 1048576 (1 MiB)")
@@ -228,7 +238,7 @@ def _field_types() -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(CrawlConfig) if f.name not in PYTHON_ONLY}
 
 
-PYTHON_ONLY = frozenset({"filesystem"})  # no flag, TOML key or environment variable: an object, not text
+PYTHON_ONLY = frozenset({"filesystem", "score"})  # no flag, TOML key or environment variable: an object, not text
 FIELD_TYPES = _field_types()
 
 
@@ -342,8 +352,19 @@ def read_toml(path: str | os.PathLike[str], sources: dict[str, str] | None = Non
         where = f"{p}, line {_line_of(text, raw_key)}"
         if sources is not None:
             sources[key] = where
+        if key == "priority" and isinstance(value, list) and all(isinstance(t, dict) for t in value):
+            value = [_sourced(lambda table=table: _priority_rule(table), where) for table in value]
         out[key] = _sourced(lambda key=key, value=value: coerce(key, value), where)
     return out
+
+
+def _priority_rule(table: dict[str, Any]) -> str:
+    """A ``[[priority]]`` table (``pattern = "..."``, ``weight = 5``) as the rule text the other layers use."""
+    pattern, weight = table.get("pattern"), table.get("weight")
+    unknown = set(table) - {"pattern", "weight"}
+    if not isinstance(pattern, str) or isinstance(weight, bool) or not isinstance(weight, int | float) or unknown:
+        raise ConfigError(f"priority: {table!r}: expected a table with pattern (a string) and weight (a number)")
+    return f"{pattern}={weight}"
 
 
 def _line_of(text: str, key: str) -> int | str:
@@ -449,6 +470,7 @@ PER_RUN = frozenset(
         "fresh",
         "quiet",
         "filesystem",
+        "score",
     }
 )
 

@@ -19,23 +19,28 @@ REPO = Path(__file__).resolve().parent.parent
 DELAY = 0.05
 
 
+def submit(head: RayHead, script: str, *args: str) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """``ray job submit`` of ``script`` with ``args`` (loopback allowed) to the head, waited for: (job id, the CLI's
+    run)."""
+    job_id = f"raycrawl-test-{uuid.uuid4().hex[:8]}"
+    runtime_env = {"excludes": [".git", "tests", "benchmarks", "*.ipynb"]}
+    command = [
+        "ray", "job", "submit", "--address", f"http://127.0.0.1:{head.dashboard_port}", "--submission-id", job_id,
+        "--working-dir", str(REPO), "--runtime-env-json", json.dumps(runtime_env),
+        "--", "python", script, *args, "--allow-network", "127.0.0.0/8",
+    ]  # fmt: skip
+    return job_id, subprocess.run(command, env=head.env, capture_output=True, text=True, timeout=600)
+
+
 def test_ray_job_submit_runs_a_crawl_to_success(tmp_path: Path) -> None:
     spec = WebSpec(hosts=6, pages_per_host=80, page_bytes=200)
     head = RayHead()
     head.start(dashboard=True)
     try:
         with TestWeb(spec) as web:
-            job_id = f"raycrawl-test-{uuid.uuid4().hex[:8]}"
             out = tmp_path / "out"
             api = f"http://127.0.0.1:{head.dashboard_port}"
-            runtime_env = {"excludes": [".git", "tests", "benchmarks", "*.ipynb"]}
-            submit = [
-                "ray", "job", "submit", "--address", api, "--submission-id", job_id,
-                "--working-dir", str(REPO), "--runtime-env-json", json.dumps(runtime_env),
-                "--", "python", "jobs/crawl.py", *web.graph.seeds(),
-                "--out", str(out), "--delay", str(DELAY), "--allow-network", "127.0.0.0/8",
-            ]  # fmt: skip
-            done = subprocess.run(submit, env=head.env, capture_output=True, text=True, timeout=600)
+            job_id, done = submit(head, "jobs/crawl.py", *web.graph.seeds(), "--out", str(out), "--delay", str(DELAY))
             status = subprocess.run(
                 ["ray", "job", "status", "--address", api, job_id],
                 env=head.env, capture_output=True, text=True, timeout=120,
@@ -59,3 +64,25 @@ def test_ray_job_submit_runs_a_crawl_to_success(tmp_path: Path) -> None:
     assert min(min(g) for g in gaps_by_host(page_requests(requests)).values()) >= DELAY
     summary = json.loads((out / "stats.json").read_text())
     assert summary["finished"] is True
+
+
+def test_a_python_score_function_rides_along_with_ray_job_submit(tmp_path: Path) -> None:
+    """Issue 17, acceptance 3: jobs/scored_crawl.py's score() runs in the shards of a submitted job."""
+    spec = WebSpec(hosts=2, pages_per_host=30, page_bytes=200, private_links=False, cross_host_links=0.0)
+    head = RayHead()
+    head.start(dashboard=True)
+    try:
+        with TestWeb(spec) as web:
+            seeds = [web.graph.url(h, p) for h in range(spec.hosts) for p in range(spec.pages_per_host)]
+            out = tmp_path / "out"
+            _, done = submit(head, "jobs/scored_crawl.py", *seeds, "--out", str(out), "--delay", str(DELAY), "--quiet")
+            requests = page_requests(web.requests())
+    finally:
+        head.stop()
+
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert len(requests) == spec.hosts * spec.pages_per_host
+    for h in range(spec.hosts):
+        paths = [r["path"] for r in requests if r["ip"] == web.graph.ip(h)]
+        favoured = [i for i, p in enumerate(paths) if len(p) == 5 and p.startswith("/p/1")]
+        assert favoured == list(range(10)), paths  # score() put /p/10 ... /p/19 first on each host

@@ -14,6 +14,7 @@ from raycrawl.config import CrawlConfig
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
+from raycrawl.core.priority import Priority
 from raycrawl.core.robots import product_token
 from raycrawl.core.settle import RecordRules
 from raycrawl.core.shard_work import ShardSetup
@@ -69,6 +70,7 @@ def shard_setup(
         out=out_dir,
         filesystem=cfg.filesystem,
         crawl_id=crawl_id,
+        priority=Priority.of(cfg.priority, cfg.score),
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from raycrawl.core.hosts import HostState
 from raycrawl.core.politeness import DelayPolicy, backoff, first_slot_offset
+from raycrawl.core.priority import by_depth
 from raycrawl.core.records import Ack, Lease, Link, Outcome, Terminal, UrlEntry
 from raycrawl.core.robots import RobotsRules, rules_from_fetch
 from raycrawl.core.sitemaps import sitemap_links
@@ -36,11 +37,6 @@ from raycrawl.core.urls import host_key, origin
 
 ScoreFn = Callable[[UrlEntry], float]
 Clock = Callable[[], float]
-
-
-def by_depth(entry: UrlEntry) -> float:
-    """Default priority: shallower pages first (breadth-first per host), then first come first served."""
-    return float(entry.depth)
 
 
 HOST_BUDGET = "max_pages_per_host"  # the detail of URLs a host's page budget turned away
@@ -90,12 +86,19 @@ class FrontierShard:
         self.shard_id = shard_id
         self.settings = settings
         self._score = score
+        # Hosts are ranked by their best URL only when scores say more than depth (that ranking costs ~25% of
+        # leasing, measured with benchmarks/micro.py's frontier rate).
+        self._rank_hosts = score is not by_depth
         self._clock = clock
         self._rng = random.Random(settings.seed * 7919 + shard_id)
         self._hosts: dict[str, HostState] = {}
         # The ready-heap: (due, token, host). Tokens are unique over the shard (``_schedule``), so two entries
         # never tie and the host itself is never compared; an entry is live while its host holds its token.
         self._ready: list[tuple[float, int, HostState]] = []
+        # Hosts due (by a lease's horizon) wait here, best queued score first: when there are more of them than a
+        # lease may take, the hosts whose best URL scores best go first. (score, due, token, host); live, as above,
+        # while the host holds the token.
+        self._ranked: list[tuple[float, float, int, HostState]] = []
         self._tokens = 0
         self._leases: dict[int, _Leased] = {}
         self._expiry_check_at = float("inf")  # no lease can expire before this: expire() skips its scan until then
@@ -128,12 +131,16 @@ class FrontierShard:
 
     def next_due(self) -> float | None:
         """When the earliest host may next be leased (None: no host is waiting to be leased)."""
+        ranked = self._ranked
+        while ranked and ranked[0][3].heap_token != ranked[0][2]:
+            heapq.heappop(ranked)
+        soonest = ranked[0][1] if ranked else None  # (due by an earlier lease's horizon: due now, in effect)
         while self._ready:
             due, token, hs = self._ready[0]
             if hs.heap_token == token:
-                return due
+                return due if soonest is None else min(due, soonest)
             heapq.heappop(self._ready)
-        return None
+        return soonest
 
     def take_terminals(self) -> list[Terminal]:
         out, self._terminals = self._terminals, []
@@ -178,7 +185,14 @@ class FrontierShard:
                 continue
             if hs.queue.size >= s.max_queue_per_host:
                 self.counters["shed_host_queue"] += 1
-                self._end(entry, "out_of_budget", "per-host queue full")
+                key = score(entry)
+                if key >= hs.queue.worst:
+                    self._end(entry, "out_of_budget", "per-host queue full")
+                    continue
+                # The lowest-scored URL makes room (a full queue sheds from its end, not the newcomer).
+                self._end(hs.queue.pop_worst(), "out_of_budget", "per-host queue full")
+                hs.queue.push(key, entry)
+                touched[hs.key] = hs
                 continue
             if self._queued >= s.max_queue_total:
                 self.counters["shed_frontier_full"] += 1
@@ -250,19 +264,34 @@ class FrontierShard:
         limit = now + horizon
         out: list[Lease] = []
         # This loop runs once per URL leased: what it reads and counts is held in locals, written back after.
-        ready, heappop, leases, append = self._ready, heapq.heappop, self._leases, out.append
+        ready, ranked, heappop, heappush = self._ready, self._ranked, heapq.heappop, heapq.heappush
+        leases, append = self._leases, out.append
         concurrency, shard, ttl = self.settings.per_host_concurrency, self.shard_id, self.settings.lease_ttl
         lease_id, queued, earliest = self._next_lease_id, self._queued, float("inf")
         stop = lease_id + max_urls  # (lease ids are consecutive: the count leased is lease_id - first id)
-        while ready and lease_id < stop:
-            due, token, hs = ready[0]
-            if hs.heap_token != token:
+        rank = self._rank_hosts
+        while lease_id < stop:
+            if rank:
+                while ready:  # every host due by the horizon joins the ranking, with its token
+                    due, token, hs = ready[0]
+                    if due > limit and hs.heap_token == token:
+                        break
+                    heappop(ready)
+                    if hs.heap_token == token:
+                        heappush(ranked, (hs.queue.best, due, token, hs))
+                if not ranked:
+                    break
+                _, due, token, hs = heappop(ranked)
+            else:  # (by depth: the hosts due soonest first, without a ranking's cost)
+                if not ready:
+                    break
+                due, token, hs = ready[0]
+                if hs.heap_token == token and due > limit:
+                    break
                 heappop(ready)
+            if hs.heap_token != token:
                 continue
-            if due > limit:
-                break
-            heappop(ready)
-            hs.heap_token = 0  # (out of the ready-heap: tokens start at 1)
+            hs.heap_token = 0  # (out of the heaps: tokens start at 1)
             not_before = hs.next_allowed  # hs.due(), inline
             if hs.blocked_until > not_before:
                 not_before = hs.blocked_until
@@ -461,7 +490,7 @@ class FrontierShard:
         for hs in self._hosts.values():
             self._end_queue(hs, "out_of_budget", f"host paused: {hs.paused}" if hs.paused else detail)
             hs.heap_token = 0
-        self._ready = []
+        self._ready, self._ranked = [], []
 
     # --- operator controls ---------------------------------------------------------------------------
 
@@ -537,6 +566,7 @@ class FrontierShard:
         now = self._clock()
         due = self.next_due()
         ready = sum(1 for d, tok, hs in self._ready if hs.heap_token == tok and d <= now)
+        ready += sum(1 for _, d, tok, hs in self._ranked if hs.heap_token == tok and d <= now)
         # Waiting: URLs queued, but not now (the politeness clock, a block, robots.txt, an answer pending).
         active = sum(1 for hs in self._hosts.values() if hs.queue and hs.paused is None and hs.closed is None)
         return {

@@ -45,6 +45,29 @@ class HostQueue:
         bucket.append(entry)
         self.size += 1
 
+    @property
+    def best(self) -> float:
+        """The score of the entry ``pop`` returns next (inf when empty)."""
+        return self._scores[0] if self._scores else float("inf")
+
+    @property
+    def worst(self) -> float:
+        """The highest score queued (-inf when empty)."""
+        return max(self._scores) if self._scores else float("-inf")
+
+    def pop_worst(self) -> UrlEntry:
+        """Take out the entry that would be fetched last: the newest of the highest score (IndexError if empty)."""
+        score = max(self._scores)
+        bucket = self._buckets[score]
+        entry = bucket.pop()
+        self.size -= 1
+        if not bucket:
+            del self._buckets[score]
+            self._scores.remove(score)
+            heapq.heapify(self._scores)
+            self._head = self._buckets[self._scores[0]] if self._scores else deque()
+        return entry
+
     def pop(self) -> UrlEntry:
         """The entry to fetch next (IndexError if the queue is empty)."""
         bucket = self._head

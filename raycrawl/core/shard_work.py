@@ -25,6 +25,7 @@ from raycrawl.core.frontier import FrontierSettings, FrontierShard
 from raycrawl.core.link_routing import LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen
 from raycrawl.core.parts import WarcLedger
+from raycrawl.core.priority import Priority
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry, WarcSpan
 from raycrawl.core.scope import ScopeKind, ScopePolicy
 from raycrawl.core.settle import RecordRules, Settled, ack_of, settle, terminal_records
@@ -50,6 +51,7 @@ class ShardSetup:
     out: str = ""  # the output location (the actor writes its page parts there)
     filesystem: Any = None
     crawl_id: str = "crawl"
+    priority: Priority = field(default_factory=Priority)  # the URLs' scores (core/priority.py)
 
 
 @dataclass(slots=True)
@@ -67,7 +69,7 @@ class ShardWork:
     ) -> None:
         self.shard_id = shard_id
         self.setup = setup
-        self.frontier = FrontierShard(shard_id, setup.frontier, clock=clock)
+        self.frontier = FrontierShard(shard_id, setup.frontier, setup.priority.frontier_key(), clock)
         self.router = LinkRouter(shard_id, setup.shards, setup.partitions)
         self.scope = ScopePolicy(setup.scope, setup.seeds, setup.allow, setup.deny)
         self._records = records
