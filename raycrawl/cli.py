@@ -79,6 +79,7 @@ HELP = {
     "priority": "add WEIGHT to the score of URLs matching the regular expression PATTERN (repeatable); higher"
     " scores are fetched first",
     "sitemaps": "read no sitemaps (robots.txt Sitemap: lines, their indexes and files)",
+    "sitemap_xml": "also try /sitemap.xml on every host (robots.txt need not name it)",
     "max_sitemaps_per_host": "sitemap files fetched per host in a run; more end as out_of_budget",
     "warc": "write no WARC files",
     "checkpoint_interval": "seconds between checkpoints",
@@ -98,7 +99,7 @@ HELP = {
 GROUPS: dict[str, tuple[str, ...]] = {
     "scope and limits": ("seeds_file", "scope", "allow", "deny", "max_depth", "max_pages", "time_limit",
                          "max_pages_per_host", "leftovers", "tracking_params", "strict", "recrawl", "priority",
-                         "sitemaps", "max_sitemaps_per_host"),
+                         "sitemaps", "sitemap_xml", "max_sitemaps_per_host"),
     "politeness": ("delay", "delay_factor", "min_delay", "max_delay", "max_crawl_delay", "crawl_delay_policy",
                    "max_retry_after", "backoff_base", "max_backoff", "pause_after", "per_host_concurrency",
                    "user_agent", "robots_ttl"),

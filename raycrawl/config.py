@@ -100,6 +100,7 @@ class CrawlConfig:
     lease_horizon: float = 0.3
     robots_ttl: float = _default(FrontierSettings, "robots_ttl")
     sitemaps: bool = _default(FrontierSettings, "sitemaps")
+    sitemap_xml: bool = _default(FrontierSettings, "sitemap_xml")
     max_sitemaps_per_host: int = _default(FrontierSettings, "max_sitemaps_per_host")
     priority: tuple[str, ...] = ()  # PATTERN=WEIGHT rules added to a URL's score (core/priority.py)
     warc: bool = True

@@ -314,6 +314,21 @@ def test_robots_sitemap_lines_become_sitemap_links_fetched_as_sitemaps_within_a_
     ]  # fmt: skip
 
 
+def test_sitemap_xml_is_tried_on_every_host_when_asked_once_even_if_named() -> None:
+    clock = FakeClock()
+    for guess, expected in ((False, []), (True, ["http://a.test/sitemap.xml"])):
+        shard = make(clock, sitemap_xml=guess)
+        shard.push([UrlEntry("http://a.test/", 0)])
+        (robots,) = shard.lease(10)
+        robots_ok(shard, robots, b"User-agent: *\nDisallow:\n", status=200, at=clock.now)
+        assert [link[0] for link in shard.take_discovered()] == expected
+    shard = make(clock, sitemap_xml=True)
+    shard.push([UrlEntry("http://b.test/", 0)])
+    (robots,) = shard.lease(10)
+    robots_ok(shard, robots, b"Sitemap: http://b.test/sitemap.xml\n", status=200, at=clock.now)
+    assert [link[0] for link in shard.take_discovered()] == ["http://b.test/sitemap.xml"]
+
+
 def test_a_queued_sitemap_survives_a_snapshot_as_a_sitemap() -> None:
     import json
 

@@ -61,6 +61,7 @@ class FrontierSettings:
     seed: int = 0  # for the backoff jitter
     first_slot_spread: float = 0.0  # new hosts' first requests spread over up to this long (core/politeness.py)
     sitemaps: bool = True  # follow robots.txt Sitemap: lines (core/sitemaps.py)
+    sitemap_xml: bool = False  # ... and try /sitemap.xml on every host, named there or not
     max_sitemaps_per_host: int = 100  # sitemap files fetched per host in a run; more end as out_of_budget
 
 
@@ -404,7 +405,8 @@ class FrontierShard:
         hs.recompute_delay(s.policy)
         hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
         if s.sitemaps:
-            self._discovered.extend(sitemap_links(rules.sitemaps, hs.origin + "/robots.txt"))
+            named = (*rules.sitemaps, hs.origin + "/sitemap.xml") if s.sitemap_xml else rules.sitemaps
+            self._discovered.extend(sitemap_links(named, hs.origin + "/robots.txt"))
         denied = hs.queue.remove_if(lambda entry: not rules.allows(entry.request_url))
         for entry in denied:
             self._end(entry, "robots_denied", "disallowed by robots.txt")

@@ -194,12 +194,12 @@ def _priority(text: str) -> float | None:
 
 def sitemap_links(urls: Iterable[str], parent: str) -> list[Link]:
     """Sitemap files named by ``parent`` (a robots.txt), as links to be fetched as sitemaps (nesting level 0)."""
-    links: list[Link] = []
+    links: dict[str, Link] = {}
     for written in urls:
         url, requested = canonicalize(written), request_form(written)
-        if url is not None:
-            links.append((url, 0, parent, (), requested if requested != url else None, "sitemap"))
-    return links
+        if url is not None and url not in links:
+            links[url] = (url, 0, parent, (), requested if requested != url else None, "sitemap")
+    return list(links.values())
 
 
 def sitemap_outlinks(sitemap: Sitemap, tracking_params: tuple[str, ...] = ()) -> tuple[list[str], dict[str, str]]:
