@@ -199,6 +199,8 @@ def test_quota_split_never_exceeds_total() -> None:
 
     assert split_quota(5, 2, 0) == [3, 2]
     assert split_quota(5, 2, 1) == [2, 3]
+    assert split_quota(1, 3, 0, first=[2]) == [0, 0, 1]  # spare capacity to the shard whose host scores best
+    assert split_quota(5, 3, 0, first=[2, 1]) == [1, 2, 2]
     assert split_quota(1, 4, 2) == [0, 0, 1, 0]
     assert sum(split_quota(97, 7, 3)) == 97
 

@@ -109,3 +109,16 @@ def test_priority_rules_from_each_layer(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="score"):
         CrawlConfig(seeds=("http://a.test/",), score="not a function")
     assert CrawlConfig(seeds=("http://a.test/",), score=lambda url, depth: 0.0).score is not None
+
+
+def test_a_shard_says_how_good_its_best_waiting_host_is() -> None:
+    clock = Clock()
+    assert shard(clock, Priority()).best_waiting() is None  # by depth: no ranking across shards
+    frontier = shard(clock, Priority.of(["gold=10"]))
+    assert frontier.best_waiting() is None
+    frontier.push([UrlEntry("http://gold.test/1", 1), UrlEntry("http://lead.test/1", 1)])
+    answer(frontier, frontier.lease(10), clock.now)  # robots.txt
+    clock.now += 1
+    assert frontier.best_waiting() == -9.0  # gold.test's URL waits: -(-1 + 10)
+    assert [lease.url for lease in frontier.lease(1)] == ["http://gold.test/1"]
+    assert frontier.best_waiting() == 1.0  # now lead.test's

@@ -25,7 +25,7 @@ def test_scarce_capacity_goes_to_the_best_scored_hosts_and_urls_first(tmp_path: 
         seeds.write_text("".join(web.graph.url(h, p) + "\n" for h in range(spec.hosts) for p in range(PAGES)))
         cfg = local_config(
             seeds_file=str(seeds), out=str(tmp_path / "out"), delay=DELAY, max_tasks_in_flight=1, fetch_batch_size=1,
-            shards=1,  # (a shard ranks its own hosts; the coordinator splits capacity evenly between shards)
+            shards=2,  # (a shard ranks its hosts; spare capacity goes to the shard whose waiting host scores best)
             priority=(rf"^http://{gold}:=10", r"/p/1\d$=3"),
         )  # fmt: skip
         _, records = run(cfg)

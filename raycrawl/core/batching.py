@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
-def split_quota(total: int, parts: int, rotation: int) -> list[int]:
-    """``total`` spread over ``parts`` as evenly as possible; the remainder goes to rotating parts."""
+
+def split_quota(total: int, parts: int, rotation: int, first: Sequence[int] = ()) -> list[int]:
+    """``total`` spread over ``parts`` as evenly as possible; the remainder goes to the parts in ``first`` in
+    that order, then to rotating parts."""
     base, extra = divmod(max(0, total), parts)
-    return [base + (1 if (i - rotation) % parts < extra else 0) for i in range(parts)]
+    quotas = [base] * parts
+    order = [*dict.fromkeys(first), *((rotation + i) % parts for i in range(parts))]
+    for part in list(dict.fromkeys(order))[:extra]:
+        quotas[part] += 1
+    return quotas

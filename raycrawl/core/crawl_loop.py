@@ -54,6 +54,7 @@ class ShardSummary:
     dead_partitions: list[int] = field(default_factory=list)  # seen-set partitions that did not answer it
     stats: CrawlStats = field(default_factory=lambda: CrawlStats(started_at=0.0))  # counted since the last call
     latencies: list[float] = field(default_factory=list)  # seconds to the response, of pages settled since then
+    best_waiting: float | None = None  # with priorities: the best key of a host due but not leased (lower: better)
 
 
 @dataclass(slots=True)
@@ -137,7 +138,11 @@ class CrawlLoop:
         drain = self.stop_reason or self.final_drain
         quiescing = self.checkpoint_due or self.user_stop is not None
         budget = 0 if (drain or quiescing or self.paused) else self.lease_budget()
-        quotas = split_quota(budget, self.shards, self._rotation)
+        # The round's spare capacity goes first to the shards whose waiting host scores best (with priorities).
+        waiting = [
+            (s.best_waiting, i) for i, s in enumerate(self.summaries) if s is not None and s.best_waiting is not None
+        ]
+        quotas = split_quota(budget, self.shards, self._rotation, [i for _, i in sorted(waiting)])
         self._rotation += 1
         ids = list(range(self._next_batch, self._next_batch + self.shards))
         self._next_batch += self.shards

@@ -265,7 +265,7 @@ class FrontierShard:
         limit = now + horizon
         out: list[Lease] = []
         # This loop runs once per URL leased: what it reads and counts is held in locals, written back after.
-        ready, ranked, heappop, heappush = self._ready, self._ranked, heapq.heappop, heapq.heappush
+        ready, ranked, heappop = self._ready, self._ranked, heapq.heappop
         leases, append = self._leases, out.append
         concurrency, shard, ttl = self.settings.per_host_concurrency, self.shard_id, self.settings.lease_ttl
         lease_id, queued, earliest = self._next_lease_id, self._queued, float("inf")
@@ -273,13 +273,7 @@ class FrontierShard:
         rank = self._rank_hosts
         while lease_id < stop:
             if rank:
-                while ready:  # every host due by the horizon joins the ranking, with its token
-                    due, token, hs = ready[0]
-                    if due > limit and hs.heap_token == token:
-                        break
-                    heappop(ready)
-                    if hs.heap_token == token:
-                        heappush(ranked, (hs.queue.best, due, token, hs))
+                self._rank_due(limit)
                 if not ranked:
                     break
                 _, due, token, hs = heappop(ranked)
@@ -325,6 +319,28 @@ class FrontierShard:
             self._expiry_check_at = earliest + ttl
         self.counters["leased"] += len(out)
         return out
+
+    def _rank_due(self, limit: float) -> None:
+        """Every host due by ``limit`` joins the ranking (by its best URL), with its token."""
+        ready, ranked = self._ready, self._ranked
+        while ready:
+            due, token, hs = ready[0]
+            if due > limit and hs.heap_token == token:
+                break
+            heapq.heappop(ready)
+            if hs.heap_token == token:
+                heapq.heappush(ranked, (hs.queue.best, due, token, hs))
+
+    def best_waiting(self, horizon: float = 0.0) -> float | None:
+        """With priorities: the best key of a host due (by ``horizon``) that no lease took; the coordinator gives
+        spare capacity to the shard with the best one. None by depth, or when no host waits."""
+        if not self._rank_hosts:
+            return None
+        self._rank_due(self._clock() + horizon)
+        ranked = self._ranked
+        while ranked and ranked[0][3].heap_token != ranked[0][2]:
+            heapq.heappop(ranked)
+        return ranked[0][0] if ranked else None
 
     # --- ack / release / expire ----------------------------------------------------------------------
 

@@ -111,6 +111,7 @@ class ShardWork:
             dead_partitions=self.router.held_partitions(),
             stats=self._stats,
             latencies=self._latencies,
+            best_waiting=shard.best_waiting(horizon),
         )
         self._stats, self._latencies = CrawlStats(started_at=0.0), []
         return leases, summary
