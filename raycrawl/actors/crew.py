@@ -28,8 +28,8 @@ CheckpointParts = Callable[[], list[bytes] | None]
 
 def node_cycle() -> Iterator[Any]:
     """Where the next actor goes: the alive nodes in turn. Ray's SPREAD, and a soft node affinity, are hints that
-    actors needing no CPU do not follow (measured on a three-node test cluster: four shards on one node, and seven
-    actors with a soft affinity each placed elsewhere than asked); a hard affinity is followed. A node gone before
+    actors needing no CPU do not follow (measured on a three-node test cluster: four shards on one node, and five of
+    seven actors with a soft affinity placed elsewhere than asked); a hard affinity is followed. A node gone before
     its actor is made fails it (ActorUnschedulableError): then Ray places them all (Crew)."""
     nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
     if len(nodes) < 2:
