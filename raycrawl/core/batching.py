@@ -10,7 +10,7 @@ def split_quota(total: int, parts: int, rotation: int, first: Sequence[int] = ()
     that order, then to rotating parts."""
     base, extra = divmod(max(0, total), parts)
     quotas = [base] * parts
-    order = [*dict.fromkeys(first), *((rotation + i) % parts for i in range(parts))]
-    for part in list(dict.fromkeys(order))[:extra]:
+    order = dict.fromkeys([*first, *((rotation + i) % parts for i in range(parts))])  # (each part once, in order)
+    for part in list(order)[:extra]:
         quotas[part] += 1
     return quotas

@@ -132,10 +132,8 @@ class FrontierShard:
 
     def next_due(self) -> float | None:
         """When the earliest host may next be leased (None: no host is waiting to be leased)."""
-        ranked = self._ranked
-        while ranked and ranked[0][3].heap_token != ranked[0][2]:
-            heapq.heappop(ranked)
-        soonest = ranked[0][1] if ranked else None  # (due by an earlier lease's horizon: due now, in effect)
+        top = self._ranked_top()
+        soonest = top[1] if top else None  # (due by an earlier lease's horizon: due now, in effect)
         while self._ready:
             due, token, hs = self._ready[0]
             if hs.heap_token == token:
@@ -337,10 +335,15 @@ class FrontierShard:
         if not self._rank_hosts:
             return None
         self._rank_due(self._clock() + horizon)
+        top = self._ranked_top()
+        return top[0] if top else None
+
+    def _ranked_top(self) -> tuple[float, float, int, HostState] | None:
+        """The ranking's first live entry (stale ones above it are dropped), or None."""
         ranked = self._ranked
         while ranked and ranked[0][3].heap_token != ranked[0][2]:
             heapq.heappop(ranked)
-        return ranked[0][0] if ranked else None
+        return ranked[0] if ranked else None
 
     # --- ack / release / expire ----------------------------------------------------------------------
 
