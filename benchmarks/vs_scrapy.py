@@ -73,7 +73,7 @@ def run_scrapy(seeds: list[str], sc: Scenario) -> float:
     return time.time() - started
 
 
-def run_raycrawl(seeds: list[str], sc: Scenario, web_pid: int | None) -> tuple[float, str]:
+def run_raycrawl(seeds: list[str], sc: Scenario, web_pid: int | None, **settings: Any) -> tuple[float, str]:
     import ray
 
     from raycrawl.api import Crawl
@@ -85,7 +85,7 @@ def run_raycrawl(seeds: list[str], sc: Scenario, web_pid: int | None) -> tuple[f
             cfg = CrawlConfig(
                 seeds=tuple(seeds), out=out, delay=sc.delay, per_host_concurrency=sc.concurrency,
                 delay_factor=0.0 if sc.delay == 0 else 1.0,  # Scrapy without AutoThrottle has no latency delay
-                user_agent=RAYCRAWL_UA, allow_network=("127.0.0.0/8",), quiet=True,
+                user_agent=RAYCRAWL_UA, allow_network=("127.0.0.0/8",), quiet=True, **settings,
             )  # fmt: skip
             started = time.time()
             with CpuSampler(exclude={web_pid} if web_pid else set()) as cpu:
@@ -101,12 +101,14 @@ def run_raycrawl(seeds: list[str], sc: Scenario, web_pid: int | None) -> tuple[f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="polite")
+    parser.add_argument("--no-revisit-duplicates", action="store_true", help="raycrawl stores every payload whole")
     args = parser.parse_args()
     sc = SCENARIOS[args.scenario]
     with TestWeb(sc.spec) as web:
         seeds = web.graph.seeds()
         scrapy_wall = run_scrapy(seeds, sc)
-        raycrawl_wall, cpu_report = run_raycrawl(seeds, sc, web.pid)
+        extra = {"revisit_duplicates": False} if args.no_revisit_duplicates else {}
+        raycrawl_wall, cpu_report = run_raycrawl(seeds, sc, web.pid, **extra)
         requests = web.requests()
     from benchmarks.scrapy_spider import USER_AGENT
 

@@ -88,6 +88,7 @@ class CrawlConfig:
     fetch_deadline: float = _default(FetchSettings, "fetch_deadline")
     max_body_bytes: int = _default(FetchSettings, "max_body_bytes")
     keep_truncated: bool = _default(FetchSettings, "keep_truncated")
+    revisit_duplicates: bool = _default(FetchSettings, "revisit_duplicates")
     max_redirects: int = _default(RecordRules, "max_redirects")
     max_path_depth: int = _default(TrapRules, "max_path_depth")
     max_repeated_segments: int = _default(TrapRules, "max_repeated_segments")

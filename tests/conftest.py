@@ -158,6 +158,25 @@ def committed_warc(out: Any) -> list[bytes]:
     return [storage.read(name) or b"" for name in committed_parts(storage, WARC_DIR)]
 
 
+def warc_records(out: Any) -> dict[tuple[str, str], Any]:
+    """(WARC-Type, canonical target URL) -> the record's WARC headers, for the response and revisit records of the
+    committed WARC parts at ``out``."""
+    import io
+
+    from warcio.archiveiterator import ArchiveIterator
+
+    from raycrawl.config import DEFAULT_TRACKING_PARAMS
+    from raycrawl.core.urls import canonicalize
+
+    found: dict[tuple[str, str], Any] = {}
+    for data in committed_warc(out):
+        for record in ArchiveIterator(io.BytesIO(data)):
+            if record.rec_type in ("response", "revisit"):
+                url = canonicalize(record.rec_headers.get_header("WARC-Target-URI"), DEFAULT_TRACKING_PARAMS)
+                found[(record.rec_type, str(url))] = record.rec_headers
+    return found
+
+
 def warc_page_responses(out: Any) -> Counter[str]:
     """How many response records each page has across the committed WARC parts (robots.txt left out), by
     canonical URL. ``out``: a directory or a URI.

@@ -3,14 +3,13 @@ go and appear; asserted on the server's own log (conditional requests, body byte
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_each_url_once, committed_warc, local_config, page_requests, run
-from warcio.archiveiterator import ArchiveIterator
+from conftest import assert_each_url_once, local_config, page_requests, run, warc_records
 
+from raycrawl.adapters.output import read_pages
 from raycrawl.config import DEFAULT_TRACKING_PARAMS
 from raycrawl.core.revisits import IDENTICAL_PAYLOAD_PROFILE, NOT_MODIFIED_PROFILE
 from raycrawl.core.urls import canonicalize
@@ -25,17 +24,6 @@ DELAY = 0.02
 def page_of(path: str) -> int | None:
     path = path.split("?", 1)[0]  # (links spell some pages with a tracking parameter)
     return 0 if path == "/" else int(path[3:]) if path.startswith("/p/") else None
-
-
-def warc_records(out: Path) -> dict[tuple[str, str], Any]:
-    """(WARC-Type, canonical target URL) -> the record's WARC headers, over the committed WARC parts."""
-    found: dict[tuple[str, str], Any] = {}
-    for data in committed_warc(out):
-        for record in ArchiveIterator(io.BytesIO(data)):
-            if record.rec_type in ("response", "revisit"):
-                url = canonicalize(record.rec_headers.get_header("WARC-Target-URI"), DEFAULT_TRACKING_PARAMS)
-                found[(record.rec_type, str(url))] = record.rec_headers
-    return found
 
 
 def test_recrawls_ask_conditionally_and_write_revisits_that_point_at_the_first_capture(tmp_path: Path) -> None:
@@ -130,3 +118,43 @@ def test_retry_errors_fetches_exactly_the_dead_letters_again_and_keeps_one_recor
     assert "error" not in outcomes.values()
     assert summary["outcomes"].get("error", 0) == 0
     assert set(outcomes) >= {r["url"] for r in before}
+
+
+def test_a_recrawl_skips_pages_whose_sitemap_lastmod_is_older_than_their_capture(tmp_path: Path) -> None:
+    revision = tmp_path / "revision"
+    revision.write_text("1")
+    pages = 40
+    spec = WebSpec(hosts=1, pages_per_host=pages, page_bytes=1000, profiles=("versioned-sitemap",),
+                   revision_file=str(revision), private_links=False, cross_host_links=0.0)  # fmt: skip
+    first_out, second_out = tmp_path / "first", tmp_path / "second"
+    delay = 0.2  # (the sitemap is queued, a round after robots.txt names it, well before the host's next slot)
+    with TestWeb(spec) as web:
+        url = {p: str(canonicalize(web.graph.url(0, p))) for p in range(pages)}
+        run(local_config(seeds=(web.graph.seeds()[0],), out=str(first_out), delay=delay))
+        first = web.requests()
+        revision.write_text("2")  # written after every capture: the changed pages' lastmod
+        summary, records = run(local_config(out=str(second_out), recrawl=str(first_out), delay=delay))
+        second = web.requests()[len(first) :]
+
+    assert_each_url_once(records)
+    outcomes = {r["url"]: r["outcome"] for r in records}
+    asked = {page_of(r["path"]) for r in second} - {None}
+    skipped = {p for p in range(pages) if outcomes[url[p]] == "skipped_unchanged"}
+    kept = {p for p in range(pages) if not gone(p, 2) and not changed(p, 2)}
+    # The site says these did not change since they were captured: not asked for at all, their capture carried on.
+    assert skipped <= kept and not skipped & asked
+    assert len(skipped) >= len(kept) - 2, (sorted(kept - skipped), sorted(asked))
+    assert summary["outcomes"]["skipped_unchanged"] == len(skipped)
+    earlier = {r["url"]: r for r in read_pages(str(first_out))}
+    for p in skipped:
+        record = {r["url"]: r for r in records}[url[p]]
+        assert record["warc_id"] == earlier[url[p]]["warc_id"] and record["sha256"] == earlier[url[p]]["sha256"]
+    # The changed pages (lastmod after their capture) and the gone ones (not listed) are asked for again.
+    for p in range(pages):
+        if changed(p, 2):
+            assert p in asked and outcomes[url[p]] == "fetched"
+        elif gone(p, 2):
+            assert p in asked and outcomes[url[p]] == "gone"
+    assert {u for u in outcomes if "/new/" in u} == {
+        url[0].rstrip("/") + f"/new/{p}" for p in range(pages) if changed(p, 2)
+    }

@@ -13,7 +13,7 @@ from test_hostile import CANARY_IP, Canary
 from raycrawl.core.urls import canonicalize
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
-from raycrawl.testing.sitemapweb import FILES, page_path
+from raycrawl.testing.sitemapweb import FILES, page_path, priority
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 PAGES = 40
@@ -63,6 +63,16 @@ def test_pages_linked_only_from_sitemaps_are_crawled_completely(tmp_path: Path) 
     )
     assert len(paths) == len(set(paths)) == PAGES + len(FILES) + 2
     assert min(min(g) for g in gaps_by_host(requests).values()) >= DELAY
+    # The sitemaps went before the pages they list, and their <priority> ordered those pages: every page the gzip
+    # sitemap gives 0.9 was asked for before every one it gives 0.1 (the text sitemap's, 0.5 by default, between).
+    order = {path: i for i, path in enumerate(paths)}
+    assert max(order[f"/sitemaps/{n}"] for n in ("index.xml", "pages.xml.gz", "pages.txt")) < min(
+        order[page_path(p)] for p in range(1, PAGES)
+    )
+    high, low = ([order[page_path(p)] for p in range(PAGES) if priority(p) == w] for w in (0.9, 0.1))
+    even = [order[page_path(p)] for p in range(2, PAGES, 2)]
+    assert max(high) < min(low)
+    assert sum(high) / len(high) < sum(even) / len(even) < sum(low) / len(low)
 
 
 def test_no_sitemaps_reads_none(tmp_path: Path) -> None:

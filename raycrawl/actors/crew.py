@@ -51,8 +51,9 @@ class Crew:
         except ActorUnschedulableError:  # a node listed a moment ago is gone: let Ray place them
             self.kill()
             self._start(itertools.repeat("SPREAD"))
-        # The shards' handles as fetch tasks take them: put once (pickling actor handles for every task costs).
-        self.handles = ray.put(self.shards)
+        # The handles fetch tasks take (shards for results, partitions for payload claims): put once, since
+        # pickling actor handles for every task costs; again when a partition is rebuilt.
+        self.handles = ray.put((self.shards, self.partitions))
 
     def _start(self, places: Iterator[Any]) -> None:
         shard_class, setup = self._shard_class, self.setup
@@ -111,6 +112,7 @@ class Crew:
                 calls.append(self.partitions[p].add_new.remote(logged))
         ray.get(calls)
         ray.get([s.set_partition.remote(p, self.partitions[p]) for p in dead for s in self.shards])
+        self.handles = ray.put((self.shards, self.partitions))
 
     def dead_partitions(self) -> list[int]:
         refs = [p.stats.remote() for p in self.partitions]

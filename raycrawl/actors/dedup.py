@@ -1,7 +1,8 @@
 """DedupActor: the crawl's seen-set, answering for a whole batch of fingerprints per call.
 
 Fingerprints travel as the raw bytes of an ``array('Q')`` and the answer as one byte per fingerprint:
-two flat buffers instead of a pickled Python object per URL.
+two flat buffers instead of a pickled Python object per URL. A partition also keeps the payloads captured in the
+crawl whose keys are its own (core/captures.py): fetch tasks ask it, once per batch of pages, which are duplicates.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Literal
 
 import ray
 
+from raycrawl.core.captures import Capture, CaptureRegistry, Claim
+from raycrawl.core.partitions import pack_part, unpack_part
 from raycrawl.core.seen import BloomSeenSet, ExactSeenSet, SeenSet
 
 
@@ -23,15 +26,21 @@ class DedupActor:
     def __init__(self, kind: Literal["exact", "bloom"], capacity: int, error_rate: float) -> None:
         self._kind, self._capacity, self._error_rate = kind, capacity, error_rate
         self._seen: SeenSet = ExactSeenSet() if kind == "exact" else BloomSeenSet(capacity, error_rate)
+        self._captures = CaptureRegistry()
 
     def snapshot(self) -> bytes:
-        return self._seen.to_bytes()
+        return pack_part(self._seen.to_bytes(), self._captures.to_bytes() if len(self._captures) else b"")
 
     def restore(self, data: bytes) -> None:
+        seen, captures = unpack_part(data)
         if self._kind == "exact":
-            self._seen = ExactSeenSet.from_bytes(data)
+            self._seen = ExactSeenSet.from_bytes(seen)
         else:
-            self._seen = BloomSeenSet.from_bytes(data, self._capacity, self._error_rate)
+            self._seen = BloomSeenSet.from_bytes(seen, self._capacity, self._error_rate)
+        self._captures = CaptureRegistry.from_bytes(captures)
+
+    def claim_payloads(self, claims: list[Claim]) -> list[Capture | None]:
+        return self._captures.claim(claims)
 
     def add_new(self, packed: bytes) -> bytes:
         fps = array("Q")
@@ -39,7 +48,7 @@ class DedupActor:
         return bytes(self._seen.add_new(fps))
 
     def stats(self) -> dict[str, float]:
-        return self._seen.stats()
+        return self._seen.stats() | {"payloads": len(self._captures)}
 
     def node(self) -> str:
         """The Ray node this partition runs on."""

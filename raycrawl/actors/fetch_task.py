@@ -7,6 +7,10 @@ that dies is reported by Ray, and the coordinator has its shards take back the l
 
 The task ends only when every result it sent is settled: a task that ended has nothing on its way to a shard
 (the coordinator's test that the crawl is quiet relies on it).
+
+Before results go to their shards, the pages' payloads are claimed with the seen-set partitions (one call per
+partition for all the pages sent together): a payload stored before under another URL is written as a revisit of
+that capture (core/captures.py). A partition that does not answer costs only storage: the pages are written whole.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ import time
 from typing import Any
 
 import ray
+from ray.exceptions import GetTimeoutError, RayError
 
-from raycrawl.adapters.fetcher import fetcher_for
+from raycrawl.adapters.fetcher import Fetcher, fetcher_for
+from raycrawl.core.captures import Capture, split_claims
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.records import FetchResult, Lease
 
@@ -27,10 +33,16 @@ NODE_ID_CHARS = 12
 # round anyway, and the next request for the host's delay, counted from when the server answered.
 SETTLE_EVERY = 0.02
 SETTLE_BATCH = 64  # ... or until this many are waiting
+CLAIM_TIMEOUT = 30.0  # seconds a partition may take to answer a batch's payload claims (then: written whole)
 
 
 @ray.remote(max_retries=0)
-def fetch_batch(settings: FetchSettings, epoch: int, shards: list[Any], *batches: list[Lease]) -> int:
+def fetch_batch(
+    settings: FetchSettings, epoch: int, handles: tuple[list[Any], list[Any]], *batches: list[Lease]
+) -> int:
+    shards, partitions = handles
+    fetcher = fetcher_for(settings)
+    hold = settings.revisit_duplicates and bool(partitions)
     node_id = ray.get_runtime_context().get_node_id()
     node = node_id[:NODE_ID_CHARS]
     leases = [lease for batch in batches for lease in batch]
@@ -41,15 +53,19 @@ def fetch_batch(settings: FetchSettings, epoch: int, shards: list[Any], *batches
 
     def send() -> None:
         nonlocal held
+        if hold:
+            _write_held(fetcher, partitions)
+        for group in waiting.values():
+            for result in group:
+                result.node = node
+                if result.warc is not None:
+                    result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
         settling.extend(shards[shard].settle.remote(group) for shard, group in waiting.items())
         waiting.clear()
         held = 0
 
-    for results in fetcher_for(settings).fetch_stream(leases, epoch, tick=SETTLE_EVERY, node=node_id):
+    for results in fetcher.fetch_stream(leases, epoch, tick=SETTLE_EVERY, node=node_id, hold_pages=hold):
         for result in results:
-            result.node = node
-            if result.warc is not None:
-                result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
             waiting.setdefault(result.lease.shard, []).append(result)
         now = time.monotonic()
         if results and not held:
@@ -60,6 +76,24 @@ def fetch_batch(settings: FetchSettings, epoch: int, shards: list[Any], *batches
     send()
     ray.get(settling)  # (a shard that died fails the task: the coordinator rolls the crawl back anyway)
     return len(leases)
+
+
+def _write_held(fetcher: Fetcher, partitions: list[Any]) -> None:
+    """The held pages' WARC, after their payload claims are answered (one call per partition, one wait)."""
+    claims = fetcher.held_claims()
+    if not claims:
+        return
+    firsts: list[Capture | None] = [None] * len(claims)
+    by_partition = split_claims(claims, len(partitions))
+    asked = [(at, partitions[p].claim_payloads.remote([claims[i] for i in at])) for p, at in by_partition.items()]
+    try:
+        answers = ray.get([ref for _, ref in asked], timeout=CLAIM_TIMEOUT)
+    except (RayError, GetTimeoutError):  # (a partition lost, or being rebuilt: duplicates cost storage, not records)
+        answers = [[None] * len(at) for at, _ in asked]
+    for (at, _), answer in zip(asked, answers, strict=True):
+        for i, first in zip(at, answer, strict=True):
+            firsts[i] = first
+    fetcher.write_held(firsts)
 
 
 @ray.remote(max_retries=0)

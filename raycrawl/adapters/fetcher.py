@@ -29,6 +29,7 @@ import socket
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
@@ -37,15 +38,16 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
-from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path
+from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
 from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
+from raycrawl.core.captures import Capture, Claim, payload_key
 from raycrawl.core.clean import clean_text, describe_exception
 from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodingError
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links, is_html
 from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan
-from raycrawl.core.revisits import conditional_headers, recrawl_outcome, revisit_for
+from raycrawl.core.revisits import Revisit, conditional_headers, duplicate_revisit, recrawl_outcome, revisit_for
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
 from raycrawl.core.sitemaps import MAX_BYTES as MAX_SITEMAP_BYTES
 from raycrawl.core.sitemaps import parse_sitemap, sitemap_outlinks
@@ -135,6 +137,8 @@ class Fetcher:
         self._thread = threading.Thread(target=self._loop.run_forever, name="raycrawl-fetch-loop", daemon=True)
         self._thread.start()
         self._warc: WarcSink | None = None
+        self._held: list[tuple[_Exchange, Claim]] = []  # pages whose WARC waits for the payload registry
+        self._hold = False
         self._running: set[asyncio.Task[_Exchange]] = set()
         from raycrawl.testing.synthetic import SyntheticWeb  # (benchmarks only: see there)
 
@@ -189,16 +193,24 @@ class Fetcher:
         self._warc = WarcSink(directory, epoch, dict(self.settings.warc_info))
 
     def fetch_stream(
-        self, leases: Sequence[Lease], epoch: int = 0, tick: float | None = None, node: str = ""
+        self,
+        leases: Sequence[Lease],
+        epoch: int = 0,
+        tick: float | None = None,
+        node: str = "",
+        hold_pages: bool = False,
     ) -> Iterator[list[FetchResult]]:
         """Results in small groups, as their requests complete; with ``tick``, an empty group whenever that long
         passes without one (so the caller can act on time, e.g. send what it holds). WARC goes to the ``node``
-        directory of the buffer.
+        directory of the buffer. ``hold_pages``: the WARC of pages with a payload waits until the caller says
+        which payloads were captured before (``held_claims``, then ``write_held``), before their results go on.
 
         Leases in one batch are due at different times; streaming lets each host's answer reach its shard at
         once instead of when the batch's last URL is done, so no host waits on another host's schedule.
         """
         self._use_epoch(epoch, node)
+        self._hold = hold_pages
+        self._held = []  # (a task that failed may have left some: their leases went back to their shards)
         done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]] = queue.SimpleQueue()
         # One wake-up of the loop for the whole batch: a cross-thread call per URL cost ~5% of a fetch worker.
         self._loop.call_soon_threadsafe(self._start, leases, done)
@@ -371,7 +383,7 @@ class Fetcher:
         elif r.lease.kind == "sitemap":
             if 200 <= r.status < 300:  # (read as far as it came: past the bound it says so)
                 sitemap = parse_sitemap(ex.body)
-                r.outlinks, r.spellings = sitemap_outlinks(sitemap, self.settings.tracking_params)
+                r.outlinks, r.spellings, r.hints = sitemap_outlinks(sitemap, self.settings.tracking_params)
                 r.sitemap = SitemapRead(
                     sitemap.kind, len(sitemap.entries), sitemap.over_limit or r.truncated, sitemap.error
                 )
@@ -380,14 +392,48 @@ class Fetcher:
             links = extract_links(html, r.lease.request_url, self.settings.tracking_params, self.settings.max_outlinks)
             r.outlinks, r.spellings, r.links_capped = links.urls, links.spellings, links.capped
         if self._warc is not None and (not too_large or self.settings.keep_truncated):
-            status = HttpStatus(r.status, _reason_bytes(ex.reason), ex.raw_headers)
             known = r.lease.entry.known
             revisit = revisit_for(recrawl_outcome(r.status, known, r.sha256), known, r.lease.request_url, ex.body)
-            stored = self._warc.write(
-                r.lease.request_url, ex.request_headers, status, ex.body, too_large, ex.ip, r.responded_at, revisit
-            )
-            r.warc = WarcSpan("", self._warc.path.name, self._warc.head, stored.start, stored.end)
-            r.warc_id, r.warc_date = stored.record_id, stored.date
+            if revisit is None and self._hold and r.lease.kind == "page" and 200 <= r.status < 300 and ex.body:
+                # (a whole payload: truncated ones are written whole above, as they were read)
+                capture = Capture(r.lease.request_url, f"<urn:uuid:{uuid.uuid4()}>", warc_date(r.responded_at))
+                self._held.append((ex, (payload_key(r.sha256), capture)))
+                return
+            self._write(ex, too_large, revisit)
+
+    def _write(self, ex: _Exchange, truncated: bool, revisit: Revisit | None, record_id: str | None = None) -> None:
+        assert self._warc is not None and ex.result.status is not None
+        r = ex.result
+        status = HttpStatus(r.status, _reason_bytes(ex.reason), ex.raw_headers)  # type: ignore[arg-type]
+        stored = self._warc.write(
+            r.lease.request_url, ex.request_headers, status, ex.body, truncated, ex.ip, r.responded_at, revisit,
+            record_id,
+        )  # fmt: skip
+        r.warc = WarcSpan("", self._warc.path.name, self._warc.head, stored.start, stored.end)
+        r.warc_id, r.warc_date = stored.record_id, stored.date
+
+    # --- pages held for the payload registry (on the calling thread) -------------------------------------
+
+    def held_claims(self) -> list[Claim]:
+        """The held pages' claims to be their payload's first capture, in the order ``write_held`` takes answers."""
+        return [claim for _, claim in self._held]
+
+    def write_held(self, firsts: Sequence[Capture | None]) -> None:
+        """Write the held pages' WARC: whole when ``firsts`` says its payload is new (None), else a revisit record
+        naming the payload's first capture. A write that fails is its URL's error, as in ``_finished``."""
+        held, self._held = self._held, []
+        for (ex, (_, capture)), first in zip(held, firsts, strict=True):
+            r = ex.result
+            try:
+                revisit = duplicate_revisit(first, ex.body) if first is not None else None
+                self._write(ex, False, revisit, capture.record_id)
+                if first is not None:
+                    r.duplicate_of, r.warc_id, r.warc_date = first.url, first.record_id, first.date
+            except Exception as exc:
+                r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
+                r.outlinks, r.spellings, r.warc = [], {}, None
+        if self._warc is not None:
+            self._warc.flush()
 
 
 async def _read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:

@@ -124,6 +124,11 @@ class WrittenRecord:
     date: str
 
 
+def warc_date(at: float) -> str:
+    """A WARC-Date (WARC 1.1: UTC, to the microsecond) of a wall-clock time."""
+    return str(datetime_to_iso_date(datetime.fromtimestamp(at, UTC).replace(tzinfo=None), use_micros=True))
+
+
 WARC_VERSION = "1.1"  # sub-second WARC-Date, and the 1.1 revisit profiles (warcio writes both for "1.1")
 
 
@@ -157,9 +162,11 @@ class WarcSink:
         ip: str | None = None,
         at: float | None = None,
         revisit: Revisit | None = None,
+        record_id: str | None = None,
     ) -> WrittenRecord:
         """Append a response (or, with ``revisit``, a revisit record standing for an earlier capture of the same
-        payload) and its request, linked by WARC-Concurrent-To. ``at``: the capture's time (the WARC-Date).
+        payload) and its request, linked by WARC-Concurrent-To. ``at``: the capture's time (the WARC-Date);
+        ``record_id``: the response's WARC-Record-ID, when others were told it before it was written.
         Built in memory first and appended whole: a failure while building (the fetcher's fault boundary turns
         it into the URL's error record) leaves no half record."""
         request = StatusAndHeaders(f"GET {path_of(url)} HTTP/1.1", request_headers, is_http_request=True)
@@ -167,8 +174,9 @@ class WarcSink:
         buffer = io.BytesIO()
         self._members.file = buffer
         w = self._writer
-        when = datetime.fromtimestamp(time.time() if at is None else at, UTC).replace(tzinfo=None)
-        extra = {"WARC-Warcinfo-ID": self._warcinfo_id, "WARC-Date": datetime_to_iso_date(when, use_micros=True)}
+        extra = {"WARC-Warcinfo-ID": self._warcinfo_id, "WARC-Date": warc_date(time.time() if at is None else at)}
+        if record_id:
+            extra["WARC-Record-ID"] = record_id
         if ip:
             extra["WARC-IP-Address"] = ip
         if truncated:

@@ -31,6 +31,7 @@ class FetchSettings:
     fetch_deadline: float = 60.0  # seconds for a whole exchange, however the server dribbles its bytes
     max_body_bytes: int = 10 * 1024 * 1024
     keep_truncated: bool = False
+    revisit_duplicates: bool = True  # a payload stored before under another URL is written as a revisit of it
     max_outlinks: int = 5000
     tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS
     resolve: tuple[tuple[str, str], ...] = ()  # (name, address) pairs (the config's HOST=IP strings, parsed)

@@ -32,6 +32,7 @@ from raycrawl.core.politeness import DelayPolicy, backoff, first_slot_offset
 from raycrawl.core.priority import by_depth
 from raycrawl.core.records import Ack, Lease, Link, Outcome, Terminal, UrlEntry
 from raycrawl.core.robots import RobotsRules, rules_from_fetch
+from raycrawl.core.sitemap_hints import SitemapHint, score_bonus, unchanged_since_capture
 from raycrawl.core.sitemaps import sitemap_links
 from raycrawl.core.urls import host_key, origin
 
@@ -215,6 +216,33 @@ class FrontierShard:
                 hs.closed, hs.robots, hs.robots_failures = None, None, 0
         self.counters["dead_letters_retried"] += len(entries)
         self.push(entries)
+
+    def apply_hints(self, hints: dict[str, SitemapHint]) -> None:
+        """What a sitemap says of URLs queued here (core/sitemap_hints.py): each is scored again, or, for a recrawl's
+        URL the site says has not changed since its capture, ends as ``skipped_unchanged`` without a request."""
+        by_host: dict[str, list[str]] = {}
+        for url in hints:
+            by_host.setdefault(host_key(url), []).append(url)
+        now = self._clock()
+        for key, urls in by_host.items():
+            hs = self._hosts.get(key)
+            if hs is None or not hs.queue:
+                continue
+            listed = set(urls)
+
+            def is_listed(entry: UrlEntry, listed: set[str] = listed) -> bool:
+                return entry.kind == "page" and entry.url in listed
+
+            for entry in hs.queue.remove_if(is_listed):
+                hint = hints[entry.url]
+                if unchanged_since_capture(hint, entry.known):
+                    self._queued -= 1
+                    self.counters["sitemap_skipped_unchanged"] += 1
+                    self._end(entry, "skipped_unchanged", "the sitemap's lastmod is older than the last capture")
+                else:
+                    entry.hint = score_bonus(hint, now)
+                    hs.queue.push(self._score(entry), entry)
+            self._schedule(hs)
 
     def _host(self, url: str) -> HostState:
         key = host_key(url)

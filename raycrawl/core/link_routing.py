@@ -92,6 +92,10 @@ class LinkRouter:
 
     # --- to the owners -------------------------------------------------------------------------------
 
+    def owner(self, url: str) -> int:
+        """The shard that owns the URL's host."""
+        return shard_for(host_key(url), self.shards)
+
     def by_owner(self, entries: Sequence[UrlEntry]) -> dict[int, list[UrlEntry]]:
         out: dict[int, list[UrlEntry]] = {}
         for entry in entries:

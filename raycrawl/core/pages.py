@@ -51,8 +51,13 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
     if revisited is not None:
         record["sha256"] = revisited.sha256
         record["warc_id"], record["warc_date"] = revisited.warc_id, revisited.warc_date
+        if revisited.warc_uri:
+            record["duplicate_of"] = revisited.warc_uri
     elif result.warc_id is not None:
+        # (a duplicate's are its payload's first capture, under the URL ``duplicate_of`` names: core/captures.py)
         record["warc_id"], record["warc_date"] = result.warc_id, result.warc_date
+    if result.duplicate_of is not None:
+        record["duplicate_of"] = result.duplicate_of
     if lease.kind == "sitemap":
         record["kind"] = "sitemap"
         read = result.sitemap
@@ -64,7 +69,7 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
 
 def terminal_record(terminal: Terminal, now: float) -> dict[str, Any]:
     entry = terminal.entry
-    return {
+    record: dict[str, Any] = {
         "url": entry.url,
         "requested_url": entry.request_url,
         "final_url": None,
@@ -81,6 +86,14 @@ def terminal_record(terminal: Terminal, now: float) -> dict[str, Any]:
         "attempts": entry.attempts,
         "error": terminal.detail,
     }
+    known = entry.known
+    if terminal.outcome == "skipped_unchanged" and known is not None:
+        # Not fetched: the earlier capture stands, and is carried on for the next recrawl (as a revisit's is).
+        record.update(etag=known.etag, last_modified=known.last_modified, sha256=known.sha256,
+                      warc_id=known.warc_id, warc_date=known.warc_date, error=None)  # fmt: skip
+        if known.warc_uri:
+            record["duplicate_of"] = known.warc_uri
+    return record
 
 
 def fault_record(result: FetchResult, exc: BaseException) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def merge_answers(fingerprints: Sequence[int], answers: Sequence[bytes], partiti
 
 # Figures that add up over partitions; the rest (rates, settings) are the same in each and kept as they are.
 _SUMMED = frozenset(
-    {"size", "checks", "hits", "memory_bytes", "expected_false_drops", "capacity", "capacity_now", "grown"}
+    {"size", "checks", "hits", "memory_bytes", "expected_false_drops", "capacity", "capacity_now", "grown", "payloads"}
 )
 
 
@@ -55,3 +55,24 @@ def merge_stats(stats: Sequence[dict[str, Any]]) -> dict[str, Any]:
         merged["expected_false_drops"] = round(merged["expected_false_drops"], 3)
     merged["partitions"] = len(stats)
     return merged
+
+
+# A partition's checkpoint part: its seen-set, and (when it holds any) the payloads it has seen captured
+# (core/captures.py). A part that does not start with this is a seen-set alone, as every part was before.
+_FRAMED = b"raycrawl-partition\x00"
+
+
+def pack_part(seen: bytes, captures: bytes) -> bytes:
+    if not captures:
+        return seen
+    return _FRAMED + len(seen).to_bytes(8, "big") + seen + captures
+
+
+def unpack_part(part: bytes) -> tuple[bytes, bytes]:
+    """(seen-set, captures) of a checkpoint part."""
+    if not part.startswith(_FRAMED):
+        return part, b""
+    at = len(_FRAMED)
+    size = int.from_bytes(part[at : at + 8], "big")
+    at += 8
+    return part[at : at + size], part[at + size :]

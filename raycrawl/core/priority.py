@@ -1,7 +1,10 @@
 """A URL's priority: a score, higher first -- from its depth, the operator's rules, and a function from Python.
 
-    score = base + the weights of every rule whose pattern matches the URL
+    score = base + the weights of every rule whose pattern matches the URL + what its sitemap says of it
     base  = score(url, depth) when CrawlConfig(score=...) gives a function, else -depth (breadth-first)
+
+(a sitemap's ``<priority>`` and ``<lastmod>``: under one depth level, see core/sitemap_hints.py). A host's sitemap
+files go before its pages, whatever the scores: they list its pages and say which matter.
 
 Rules are ``PATTERN=WEIGHT`` (a regular expression searched in the URL, and a number): from TOML
 (``[[priority]]`` tables with ``pattern`` and ``weight``, or a list of strings), ``--priority``, or
@@ -24,9 +27,15 @@ UserScore = Callable[[str, int], float]  # (canonical URL, depth) -> score, high
 FrontierKey = Callable[[UrlEntry], float]  # lower first
 
 
+SITEMAPS_FIRST = -1e18  # a sitemap's key (lower first): before any page of its host
+
+
 def by_depth(entry: UrlEntry) -> float:
-    """The default: shallower pages first (breadth-first per host), then first come first served."""
-    return float(entry.depth)
+    """The default: shallower pages first (breadth-first per host; a sitemap's hint reorders a level), then first
+    come first served."""
+    if entry.kind != "page":
+        return SITEMAPS_FIRST
+    return entry.depth - entry.hint
 
 
 def parse_rule(text: str) -> tuple[str, float]:
@@ -65,6 +74,8 @@ class Priority:
         user = self.score
 
         def key(entry: UrlEntry) -> float:
+            if entry.kind != "page":
+                return SITEMAPS_FIRST
             value = -float(entry.depth)
             if user is not None:
                 try:
@@ -75,6 +86,7 @@ class Priority:
                 if not math.isfinite(value):
                     _warn_once(f"the score function gave {value} for {entry.url[:200]}")
                     value = -float(entry.depth)
+            value += entry.hint
             for search, weight in compiled:
                 if search(entry.url) is not None:
                     value += weight

@@ -44,8 +44,17 @@ EntryKind = Literal["page", "sitemap"]  # what a queued URL is fetched as
 #   not_modified   (a recrawl) the server answered 304 to the conditional request: the earlier capture stands
 #   unchanged      (a recrawl) a 200 whose body is the earlier capture's, byte for byte (same sha256)
 #   gone           (a recrawl) a URL captured before now answers 404 or 410
+#   skipped_unchanged  (a recrawl) not fetched: its sitemap's lastmod is older than its capture
 Outcome = Literal[
-    "fetched", "error", "robots_denied", "out_of_budget", "too_large", "not_modified", "unchanged", "gone"
+    "fetched",
+    "error",
+    "robots_denied",
+    "out_of_budget",
+    "too_large",
+    "not_modified",
+    "unchanged",
+    "gone",
+    "skipped_unchanged",
 ]
 
 # The outcomes of URLs a request was made for (what max_pages and pages/s count).
@@ -63,9 +72,11 @@ class Known:
     sha256: str | None
     warc_id: str | None  # WARC-Record-ID of the earlier capture's response record
     warc_date: str | None  # ... and its WARC-Date
+    warc_uri: str | None = None  # ... and its URL, when that was another one (the page was a duplicate of it)
 
     def to_row(self) -> list[str | None]:
-        return [self.etag, self.last_modified, self.sha256, self.warc_id, self.warc_date]
+        row = [self.etag, self.last_modified, self.sha256, self.warc_id, self.warc_date]
+        return [*row, self.warc_uri] if self.warc_uri else row
 
     @classmethod
     def from_row(cls, row: list[str | None]) -> Known:
@@ -92,6 +103,7 @@ class UrlEntry:
     # lists are at depth 1.
     kind: EntryKind = "page"
     known: Known | None = None  # a recrawl's URL: what the earlier crawl learned about it
+    hint: float = 0.0  # added to its score by what a sitemap says of it (core/sitemap_hints.py)
 
     @property
     def request_url(self) -> str:
@@ -100,6 +112,9 @@ class UrlEntry:
 
     def to_row(self) -> list[Any]:
         row: list[Any] = [self.url, self.depth, self.parent, self.attempts]
+        if self.hint:
+            known = self.known.to_row() if self.known is not None else None
+            return [*row, list(self.redirects), self.requested, self.kind, known, self.hint]
         if self.known is not None:
             return [*row, list(self.redirects), self.requested, self.kind, self.known.to_row()]
         if self.kind != "page":
@@ -114,8 +129,9 @@ class UrlEntry:
         redirects = tuple(rest[0]) if rest else ()
         requested = rest[1] if len(rest) > 1 else None
         kind: EntryKind = rest[2] if len(rest) > 2 else "page"
-        known = Known.from_row(rest[3]) if len(rest) > 3 else None
-        return cls(url, depth, parent, attempts, redirects, requested, kind, known)
+        known = Known.from_row(rest[3]) if len(rest) > 3 and rest[3] is not None else None
+        hint = float(rest[4]) if len(rest) > 4 else 0.0
+        return cls(url, depth, parent, attempts, redirects, requested, kind, known, hint)
 
 
 @compact_pickle
@@ -186,6 +202,9 @@ class FetchResult:
     fault: str | None = None  # the exception class the per-URL fault boundary caught (an error record, counted)
     warc: WarcSpan | None = None  # where its WARC records are, in its worker's local buffer
     sitemap: SitemapRead | None = None  # a sitemap lease's file, as read (its entries are the outlinks)
+    duplicate_of: str | None = None  # the URL whose capture has this page's payload (stored as a revisit of it)
+    # a sitemap's: (lastmod, priority) of the pages it lists that have either (core/sitemap_hints.py)
+    hints: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     etag: str | None = None  # the response's validators, for a later recrawl's conditional request
     last_modified: str | None = None
     warc_id: str | None = None  # its WARC response (or revisit) record's WARC-Record-ID ...

@@ -13,8 +13,8 @@ from typing import Any
 
 from raycrawl.core.records import Known, Link
 
-TAKEN_OUTCOMES = frozenset({"fetched", "not_modified", "unchanged", "too_large"})
-CAPTURED_OUTCOMES = frozenset({"not_modified", "unchanged"})  # a 2xx by another name
+TAKEN_OUTCOMES = frozenset({"fetched", "not_modified", "unchanged", "too_large", "skipped_unchanged"})
+CAPTURED_OUTCOMES = frozenset({"not_modified", "unchanged", "skipped_unchanged"})  # a 2xx by another name
 
 
 def recrawl_links(records: Iterable[dict[str, Any]]) -> tuple[list[Link], dict[str, Known]]:
@@ -40,6 +40,7 @@ def recrawl_links(records: Iterable[dict[str, Any]]) -> tuple[list[Link], dict[s
                 _text(record.get("sha256")),
                 _text(record.get("warc_id")),
                 _text(record.get("warc_date")),
+                _text(record.get("duplicate_of")),
             )
     return links, known
 

@@ -18,6 +18,7 @@ import base64
 import hashlib
 from dataclasses import dataclass
 
+from raycrawl.core.captures import Capture
 from raycrawl.core.records import Known, Outcome
 
 NOT_MODIFIED_PROFILE = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
@@ -75,9 +76,15 @@ def revisit_for(outcome: Outcome | None, known: Known | None, url: str, body: by
     """The revisit record for a not_modified or unchanged URL, else None (the response is written whole)."""
     if known is None or outcome not in ("not_modified", "unchanged"):
         return None
+    target = known.warc_uri or url  # (the earlier capture was of another URL when that page was a duplicate)
     if outcome == "not_modified":
-        return Revisit(NOT_MODIFIED_PROFILE, known.warc_id, url, known.warc_date, None)
-    return Revisit(IDENTICAL_PAYLOAD_PROFILE, known.warc_id, url, known.warc_date, payload_digest(body))
+        return Revisit(NOT_MODIFIED_PROFILE, known.warc_id, target, known.warc_date, None)
+    return Revisit(IDENTICAL_PAYLOAD_PROFILE, known.warc_id, target, known.warc_date, payload_digest(body))
+
+
+def duplicate_revisit(first: Capture, body: bytes) -> Revisit:
+    """The revisit record of a payload this crawl already stored under another URL (core/captures.py)."""
+    return Revisit(IDENTICAL_PAYLOAD_PROFILE, first.record_id, first.url, first.date, payload_digest(body))
 
 
 def payload_digest(body: bytes) -> str:

@@ -96,6 +96,8 @@ def page_record(result: FetchResult, rules: RecordRules, stats: CrawlStats, link
     stats.fetch_nodes[result.node] += 1
     if result.fault is not None:
         stats.faults[result.fault] += 1
+    if result.duplicate_of is not None:
+        stats.events["duplicate_payloads"] += 1
     if result.links_capped:
         stats.events["outlinks_capped"] += 1
     if result.sitemap is not None:

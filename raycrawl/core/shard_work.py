@@ -29,6 +29,7 @@ from raycrawl.core.priority import Priority
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry, WarcSpan
 from raycrawl.core.scope import ScopeKind, ScopePolicy
 from raycrawl.core.settle import RecordRules, Settled, ack_of, settle, terminal_records
+from raycrawl.core.sitemap_hints import SitemapHint, score_bonus
 from raycrawl.core.stats import CrawlStats
 from raycrawl.core.traps import TrapRules
 
@@ -81,6 +82,8 @@ class ShardWork:
         self._candidates: Candidates = {}  # links found since the last round, not asked about yet
         self._known: dict[str, Known] = {}  # what an earlier crawl learned of some of them (a recrawl's seeds)
         self._latencies: list[float] = []  # of the results settled since the coordinator last asked (a metric)
+        # What sitemaps said of pages on their way through the seen-set (given to the entries they become)
+        self._hints: dict[str, SitemapHint] = {}
 
     # --- the coordinator's round ---------------------------------------------------------------------
 
@@ -137,7 +140,19 @@ class ShardWork:
         self._records(out.records)
         self._end_terminals()  # (a robots.txt answer may have ended URLs queued for its host)
         self._latencies.extend(out.latencies)
+        for result in results:
+            if result.hints:
+                self._take_hints(result.hints)
         self.offer(out.links)
+
+    def _take_hints(self, hints: dict[str, SitemapHint]) -> None:
+        """A sitemap's hints for this shard's pages: the queued ones take them now, the rest when the seen-set
+        says they are new (core/sitemap_hints.py)."""
+        router = self.router
+        mine = {url: hint for url, hint in hints.items() if router.owner(url) == self.shard_id}
+        if mine:
+            self.frontier.apply_hints(mine)
+            self._hints.update(mine)
 
     def offer(self, links: list[Link], known: dict[str, Known] | None = None) -> None:
         """Candidate links (outlinks, or seeds), screened by trap rules and scope; the first found of each URL
@@ -161,6 +176,14 @@ class ShardWork:
         """A partition's answer: the new URLs by owner shard (this one's already queued here)."""
         new = self.router.answered(partition, share, answer)
         self._stats.events["duplicate_links"] += len(share.entries) - len(new)
+        if self._hints:
+            hints, now = self._hints, self._clock()
+            for entry in new:
+                hint = hints.get(entry.url)
+                if hint is not None:
+                    entry.hint = score_bonus(hint, now)
+            for entry in share.entries:  # (answered: new ones carry their hint, the others had it applied)
+                hints.pop(entry.url, None)
         by_owner = self.router.by_owner(new)
         mine = by_owner.pop(self.shard_id, None)
         if mine is not None:

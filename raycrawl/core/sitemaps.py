@@ -19,6 +19,7 @@ from typing import Any, Literal
 from xml.etree.ElementTree import Element, XMLPullParser
 
 from raycrawl.core.records import Link
+from raycrawl.core.sitemap_hints import SitemapHint
 from raycrawl.core.urls import canonicalize, request_form
 
 MAX_ENTRIES = 50_000  # sitemaps.org: "no more than 50,000 URLs"
@@ -202,12 +203,16 @@ def sitemap_links(urls: Iterable[str], parent: str) -> list[Link]:
     return list(links.values())
 
 
-def sitemap_outlinks(sitemap: Sitemap, tracking_params: tuple[str, ...] = ()) -> tuple[list[str], dict[str, str]]:
+def sitemap_outlinks(
+    sitemap: Sitemap, tracking_params: tuple[str, ...] = ()
+) -> tuple[list[str], dict[str, str], dict[str, SitemapHint]]:
     """A fetched sitemap's entries as (canonical URLs in file order without repeats, their request forms where
-    they differ): pages for a urlset or text file, sitemaps for an index. Entries are absolute by the
-    protocol; one that is not, or is not http(s), is dropped."""
+    they differ, and what a urlset says of its pages: ``lastmod`` and ``priority``, core/sitemap_hints.py): pages
+    for a urlset or text file, sitemaps for an index. Entries are absolute by the protocol; one that is not, or is
+    not http(s), is dropped."""
     urls: dict[str, None] = {}
     spellings: dict[str, str] = {}
+    hints: dict[str, SitemapHint] = {}
     for entry in sitemap.entries:
         url = canonicalize(entry.loc, tracking_params)
         if url is None or url in urls:
@@ -216,4 +221,6 @@ def sitemap_outlinks(sitemap: Sitemap, tracking_params: tuple[str, ...] = ()) ->
         requested = request_form(entry.loc)
         if requested is not None and requested != url:
             spellings[url] = requested
-    return list(urls), spellings
+        if (entry.lastmod is not None or entry.priority is not None) and not sitemap.is_index:
+            hints[url] = (entry.lastmod, entry.priority)
+    return list(urls), spellings, hints

@@ -19,8 +19,10 @@ Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustne
 - ``hostile``: traps, bombs, drips, loops, bad encodings and canary links: see ``testing/hostile.py``.
 - ``recovering``: some pages answer 503 until the web's revision is 2: see ``testing/versioned.py``.
 - ``versioned``: pages that change, go and appear between crawls, with validators: see ``testing/versioned.py``.
+  ``versioned-sitemap``: the same, with a sitemap (named by robots.txt) that gives each page's ``lastmod``.
 - ``sitemap``: pages that link nowhere, found only through robots.txt -> sitemap index -> sitemaps (gzip, text,
   broken, a bomb): see ``testing/sitemapweb.py``.
+- ``mirror``: every page is host 0's page of the same path, byte for byte (duplicate payloads under other URLs).
 - ``odd`` / ``odd-cut-robots``: raw bytes no well-behaved library would send, connections reset mid-body, a robots.txt
   with a BOM and a prefix group, links to be requested as written: see ``testing/odd.py``. When a client cuts a
   response short, the time is written to ``events.jsonl`` beside the request log (``TestWeb.events()``).
@@ -77,9 +79,14 @@ class TestWebServer:
             down = versioned.recovering(path, versioned.revision(self.spec.revision_file))
             if down is not None:
                 return (*down, 0.0)
-        if profile == "versioned" and path != "/robots.txt":
+        if profile in ("versioned", "versioned-sitemap"):
             rev = versioned.revision(self.spec.revision_file)
-            answered = versioned.answer(self.graph, host, path, rev, request or {})
+            if profile == "versioned-sitemap":
+                answered = versioned.sitemap_answer(self.graph, host, path, rev, self.spec.revision_file)
+            else:
+                answered = None
+            if answered is None and path != "/robots.txt":
+                answered = versioned.answer(self.graph, host, path, rev, request or {})
             if answered is not None:
                 return (*answered, 0.0)
         kind, _, arg = profile.rpartition("-") if profile[-1:].isdigit() else (profile, "", "")
@@ -102,7 +109,8 @@ class TestWebServer:
         elif path.startswith("/p/") and path[3:].isdigit():
             page = int(path[3:])
         if page is not None and page < self.spec.pages_per_host:
-            return 200, [("Content-Type", "text/html; charset=utf-8")], self.graph.html(host, page), wait
+            body = self.graph.html(0 if profile == "mirror" else host, page)
+            return 200, [("Content-Type", "text/html; charset=utf-8")], body, wait
         return 404, [], b"not found\n", wait
 
     def _robots(

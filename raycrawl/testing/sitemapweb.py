@@ -2,7 +2,8 @@
 
 - ``/robots.txt`` names ``/sitemaps/index.xml`` and a sitemap on an address outside the crawl's scope (the
   canary's, when the web has one: it must never be asked);
-- the index lists ``pages.xml.gz`` (gzip: the odd pages, and a page of the out-of-scope address), ``pages.txt``
+- the index lists ``pages.xml.gz`` (gzip: the odd pages, and a page of the out-of-scope address; ``<priority>`` 0.9
+  for the pages ``p % 4 == 1``, 0.1 for the others), ``pages.txt``
   (a text sitemap: the even pages), ``broken.xml`` (cut off mid-file) and ``bomb.xml.gz`` (a gzip stream that
   inflates far past the protocol's 50 MB).
 """
@@ -37,20 +38,29 @@ def route(path: str, netloc: str, pages: int, outside: str) -> tuple[int, list[t
         body = f'<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="{NS}">{items}</sitemapindex>'
         return 200, [("Content-Type", "application/xml")], body.encode()
     if path == "/sitemaps/pages.xml.gz":
-        locs = [f"http://{netloc}{page_path(p)}" for p in range(1, pages, 2)] + [f"http://{outside}/p/1"]
-        return 200, [("Content-Type", "application/x-gzip")], gzip.compress(_urlset(locs))
+        locs = [(f"http://{netloc}{page_path(p)}", priority(p)) for p in range(1, pages, 2)]
+        return (
+            200,
+            [("Content-Type", "application/x-gzip")],
+            gzip.compress(_urlset([*locs, (f"http://{outside}/p/1", 0.5)])),
+        )
     if path == "/sitemaps/pages.txt":
         lines = "".join(f"http://{netloc}{page_path(p)}\n" for p in range(0, pages, 2))
         return 200, [("Content-Type", "text/plain")], lines.encode()
     if path == "/sitemaps/broken.xml":
-        return 200, [("Content-Type", "application/xml")], _urlset([f"http://{netloc}/p/1"])[:-30]
+        return 200, [("Content-Type", "application/xml")], _urlset([(f"http://{netloc}/p/1", 0.5)])[:-30]
     if path == "/sitemaps/bomb.xml.gz":
         return 200, [("Content-Type", "application/x-gzip")], _bomb()
     return None
 
 
-def _urlset(locs: list[str]) -> bytes:
-    items = "".join(f"<url><loc>{loc}</loc><priority>0.5</priority></url>" for loc in locs)
+def priority(page: int) -> float | None:
+    """The ``<priority>`` the gzip sitemap gives an odd page (even pages are in the text sitemap: none)."""
+    return None if page % 2 == 0 else 0.9 if page % 4 == 1 else 0.1
+
+
+def _urlset(locs: list[tuple[str, float | None]]) -> bytes:
+    items = "".join(f"<url><loc>{loc}</loc><priority>{p}</priority></url>" for loc, p in locs)
     return f'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="{NS}">{items}</urlset>'.encode()
 
 

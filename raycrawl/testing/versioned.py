@@ -12,11 +12,17 @@ The ``recovering`` profile: pages with ``p % 4 == 3`` answer 503 up to revision 
 
 Validators: ``ETag`` (from the body) and ``Last-Modified`` (the day of the page's revision), honoured as RFC 9110
 says (If-None-Match first); pages with ``p % 10 == 2`` send none and ignore conditions, as many servers do.
+
+The ``versioned-sitemap`` profile adds ``/sitemap.xml``, named by robots.txt: every page there is, with its
+``lastmod``: when the revision file was written for a page that changed (and the new pages), its Last-Modified day
+for the others. Pages that are gone are not listed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+from datetime import UTC, datetime
 from email.utils import formatdate
 from pathlib import Path
 
@@ -84,3 +90,37 @@ def recovering(path: str, rev: int) -> tuple[int, list[tuple[str, str]], bytes] 
     if rev <= 1 and path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) % 4 == 3:
         return 503, [], b"down for maintenance\n"
     return None
+
+
+def sitemap_answer(
+    graph: WebGraph, host: int, path: str, rev: int, revision_file: str
+) -> tuple[int, list[tuple[str, str]], bytes] | None:
+    """robots.txt naming the sitemap, and the sitemap (``versioned-sitemap``); None for any other path."""
+    netloc = graph.netloc(host)
+    if path == "/robots.txt":
+        return (
+            200,
+            [("Content-Type", "text/plain")],
+            graph.robots_txt(host) + f"Sitemap: http://{netloc}/sitemap.xml\n".encode(),
+        )
+    if path != "/sitemap.xml":
+        return None
+    try:
+        written = os.stat(revision_file).st_mtime if revision_file else EPOCH
+    except OSError:
+        written = EPOCH
+
+    def w3c(ts: float) -> str:
+        return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+    items = []
+    for page in range(graph.spec.pages_per_host):
+        if gone(page, rev):
+            continue
+        lastmod = written if changed(page, rev) else EPOCH + 86400
+        loc = "/" if page == 0 else f"/p/{page}"
+        items.append(f"<url><loc>http://{netloc}{loc}</loc><lastmod>{w3c(lastmod)}</lastmod></url>")
+        if changed(page, rev):
+            items.append(f"<url><loc>http://{netloc}/new/{page}</loc><lastmod>{w3c(written)}</lastmod></url>")
+    body = '<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">' + "".join(items)
+    return 200, [("Content-Type", "application/xml")], (body + "</urlset>").encode()

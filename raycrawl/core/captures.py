@@ -1,0 +1,93 @@
+"""Payloads this crawl has stored: the first URL each payload was captured under (pure: no Ray).
+
+The same bytes come back under other URLs all the time: ``/`` and ``/index.html``, session or sort parameters,
+print views, mirrors on other hosts. A page whose payload was already stored under another URL in this crawl is
+written to WARC as a ``revisit`` record of the identical-payload-digest profile naming that first capture (WARC 1.1
+6.7.2, what Heritrix's duplicate reduction writes) instead of the body again; its output record says which URL
+(``duplicate_of``).
+
+The registry is kept by the seen-set partitions, each for the payloads that ``partition_of_key`` gives it, and saved
+with them at every checkpoint. A checkpoint is cut only when no fetch is under way, so every capture it names was
+settled, and its output committed, in that checkpoint; a rollback restores both together. (A partition rebuilt
+between checkpoints forgets the captures named since the last one: their payloads are then stored whole again,
+which costs bytes, never a record.)
+
+Keys are the first 16 bytes of the payload's sha256: a collision (2^-64 for a billion payloads) would be needed to
+write a revisit for a payload that was never stored. An entry costs ~250 bytes of a partition's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+KEY_BYTES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """A stored payload's response record: the URL it was requested as, the record's id and its WARC-Date."""
+
+    url: str
+    record_id: str
+    date: str
+
+
+# (payload key, the capture that would be the first of it) -- one claim of a fetch task, for one page
+Claim = tuple[bytes, Capture]
+
+
+def payload_key(sha256_hex: str) -> bytes:
+    return bytes.fromhex(sha256_hex[: 2 * KEY_BYTES])
+
+
+def partition_of_key(key: bytes, partitions: int) -> int:
+    return int.from_bytes(key[:8], "big") % partitions
+
+
+def split_claims(claims: Sequence[Claim], partitions: int) -> dict[int, list[int]]:
+    """The claims' positions by the partition that answers for them."""
+    by_partition: dict[int, list[int]] = {}
+    for i, (key, _) in enumerate(claims):
+        by_partition.setdefault(partition_of_key(key, partitions), []).append(i)
+    return by_partition
+
+
+class CaptureRegistry:
+    """The first capture of each payload key this partition answers for."""
+
+    def __init__(self) -> None:
+        self._first: dict[bytes, tuple[str, str, str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def claim(self, claims: Sequence[Claim]) -> list[Capture | None]:
+        """For each claim: None when its capture is the payload's first (it is stored whole, and others will refer
+        to it), else the first capture, which its revisit record is to name.
+
+        A URL claiming a payload it already holds is fetching it again (a lease that expired, a URL crawled again
+        after a rollback): its new capture replaces the old, which may not be in the output."""
+        answers: list[Capture | None] = []
+        for key, capture in claims:
+            first = self._first.get(key)
+            if first is None or first[0] == capture.url:
+                self._first[key] = (capture.url, capture.record_id, capture.date)
+                answers.append(None)
+            else:
+                answers.append(Capture(*first))
+        return answers
+
+    def to_bytes(self) -> bytes:
+        rows = [[key.hex(), *first] for key, first in self._first.items()]
+        return zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), 3)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> CaptureRegistry:
+        registry = cls()
+        if data:
+            for key, url, record_id, date in json.loads(zlib.decompress(data)):
+                registry._first[bytes.fromhex(key)] = (url, record_id, date)
+        return registry
