@@ -4,7 +4,7 @@ and the ended URL's record carrying its capture on."""
 
 from __future__ import annotations
 
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import SITEMAP_WAIT, FrontierSettings, FrontierShard
 from raycrawl.core.pages import terminal_record
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import Priority, by_depth
@@ -123,3 +123,29 @@ def test_an_entrys_hint_survives_a_checkpoint_row() -> None:
     for entry in (UrlEntry("http://a.test/", 1, hint=0.25), UrlEntry("http://a.test/", 1, known=CAPTURE, hint=-0.4)):
         assert UrlEntry.from_row(entry.to_row()) == entry
     assert UrlEntry.from_row(UrlEntry("http://a.test/", 1, known=CAPTURE).to_row()).known == CAPTURE
+
+
+def test_a_hosts_pages_wait_briefly_for_the_sitemaps_its_robots_txt_names() -> None:
+    clock = Clock()
+    shard = frontier(clock)
+    shard.push([UrlEntry("http://a.test/", 0), UrlEntry("http://a.test/p", 1)])
+    [robots] = shard.lease(5)
+    robots_txt = b"User-agent: *\nAllow: /\nSitemap: http://a.test/sitemap.xml\n"
+    shard.ack([Ack(robots.lease_id, 200, clock.now, 0.0, False, None, robots_txt)])
+    [named] = shard.take_discovered()
+    assert named[0] == "http://a.test/sitemap.xml"
+    clock.now += 1.5  # past the host's delay (1 s), within SITEMAP_WAIT: the pages wait for the sitemap
+    assert shard.lease(5) == []
+    shard.push([UrlEntry(named[0], 0, kind="sitemap")])  # (a round later, through the seen-set)
+    [first] = shard.lease(5)
+    assert first.kind == "sitemap"
+
+    # A sitemap that never comes (seen before, or out of scope) holds the pages SITEMAP_WAIT at most.
+    other = frontier(clock)
+    other.push([UrlEntry("http://b.test/", 0)])
+    [robots] = other.lease(5)
+    other.ack([Ack(robots.lease_id, 200, clock.now, 0.0, False, None, robots_txt.replace(b"a.test", b"b.test"))])
+    clock.now += 1.5
+    assert other.lease(5) == []
+    clock.now += SITEMAP_WAIT
+    assert [lease.url for lease in other.lease(5)] == ["http://b.test/"]

@@ -36,6 +36,7 @@ from raycrawl.core.sitemap_hints import SitemapHint, score_bonus, unchanged_sinc
 from raycrawl.core.sitemaps import sitemap_links
 from raycrawl.core.urls import host_key, origin
 
+SITEMAP_WAIT = 2.0  # seconds a host's pages wait for the sitemaps its robots.txt names to be queued
 ScoreFn = Callable[[UrlEntry], float]
 Clock = Callable[[], float]
 
@@ -173,6 +174,8 @@ class FrontierShard:
                     self._end(entry, "out_of_budget", SITEMAP_BOUND)
                     continue
                 hs.sitemaps += 1
+                if hs.sitemap_wait:  # (what the pages waited for is here: the host's own clock again)
+                    hs.next_allowed, hs.sitemap_wait = min(hs.next_allowed, hs.sitemap_wait), 0.0
             elif s.max_pages_per_host is not None and hs.admitted >= s.max_pages_per_host:
                 if s.hold_over_budget and len(hs.held) < s.max_queue_per_host:
                     # A budget is a limit, not a verdict: held (and saved) for a --resume with a larger one.
@@ -454,6 +457,11 @@ class FrontierShard:
         if s.sitemaps:
             named = (*rules.sitemaps, hs.origin + "/sitemap.xml") if s.sitemap_xml else rules.sitemaps
             self._discovered.extend(sitemap_links(named, hs.origin + "/robots.txt"))
+            if named and hs.sitemaps == 0:
+                # The sitemaps go first (core/sitemap_hints.py), but reach this queue a round or two later,
+                # through the seen-set: the pages wait for them, briefly (one already seen never comes).
+                hs.sitemap_wait = hs.next_allowed
+                hs.next_allowed = max(hs.next_allowed, answered + SITEMAP_WAIT)
         denied = hs.queue.remove_if(lambda entry: not rules.allows(entry.request_url))
         for entry in denied:
             self._end(entry, "robots_denied", "disallowed by robots.txt")

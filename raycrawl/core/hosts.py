@@ -63,6 +63,9 @@ class HostState:
     errors: int = 0
     admitted: int = 0  # URLs ever queued here (the per-host page budget counts these)
     sitemaps: int = 0  # sitemap files queued here in this run (bounded by max_sitemaps_per_host)
+    # robots.txt named sitemaps: the host's pages wait (up to SITEMAP_WAIT) for them to be queued, and the
+    # next_allowed to go back to once they are (0: not waiting)
+    sitemap_wait: float = 0.0
     held: list[UrlEntry] = field(default_factory=list)  # URLs past the page budget, kept for a larger one
 
     def due(self) -> float:

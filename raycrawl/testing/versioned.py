@@ -111,7 +111,7 @@ def sitemap_answer(
         written = EPOCH
 
     def w3c(ts: float) -> str:
-        return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+        return datetime.fromtimestamp(ts, UTC).isoformat()  # (to the microsecond: a capture may share its second)
 
     items = []
     for page in range(graph.spec.pages_per_host):
