@@ -3,6 +3,10 @@
 from raycrawl import Crawl, CrawlConfig
 crawl = Crawl(CrawlConfig(seeds=("https://example.com/",), out="out")).start()
 crawl.status(); crawl.hosts(); summary = crawl.wait()
+
+A crawl running anywhere on a cluster (started by ``ray job submit``, another notebook ...) is reached by its id:
+crawl = Crawl.attach("my-crawl", address="ray://head:10001")  # the same object, every method working
+Crawl.list(address=...)  # the crawls running there, with their state
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from raycrawl.adapters.output import read_pages
 from raycrawl.config import CrawlConfig, resumed_config
 from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
 from raycrawl.core.urls import canonicalize, host_key, hostname, redact_credentials, request_form
-from raycrawl.errors import ConfigError, SeedError, ServiceError
+from raycrawl.errors import ConfigError, CrawlNotFound, SeedError, ServiceError
 from raycrawl.output_location import check_output_shared, check_recrawl_source, prepare_out_dir, store_of
 from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 from raycrawl.results import read_results
@@ -173,6 +177,62 @@ def ensure_ray(address: str | None) -> None:
         auth_log.setLevel(level)
 
 
+def connect_ray(address: str | None) -> None:
+    """Join the running Ray cluster at ``address`` (else RAY_ADDRESS, else the one this machine is part of) to reach
+    a crawl there; never starts one."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    target = address or os.environ.get("RAY_ADDRESS") or "auto"
+    problem = _unreachable(target)
+    if problem is not None:  # (ray.init would retry an address that does not answer for minutes)
+        raise ServiceError(f"cannot reach a Ray cluster at {target}: {problem}")
+    try:
+        ray.init(address=target, namespace=None, logging_level="WARNING", log_to_driver=False)
+    except Exception as exc:  # (ConnectionError, or Ray's own errors for an address it cannot use)
+        raise ServiceError(f"cannot reach a Ray cluster at {target}: {_first_line(exc)}") from None
+
+
+def _unreachable(target: str, timeout: float = 5.0) -> str | None:
+    """Why nothing answers at a ``host:port`` (or ``ray://host:port``) Ray address, or None (or not such an
+    address: Ray's own checks decide)."""
+    import socket
+
+    address = target.split("://", 1)[1] if "://" in target else target
+    host, _, port = address.rstrip("/").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _at(address: str | None) -> str:
+    target = address or os.environ.get("RAY_ADDRESS")
+    return f" at {target}" if target else ""
+
+
+def read_stats(out_dir: str, filesystem: Any = None) -> dict[str, Any] | None:
+    """A crawl's stats.json (its summary, final once it has ended), or None if it cannot be read from here."""
+    import json
+
+    from raycrawl.adapters.storage import StorageError, resolve
+
+    try:
+        data = resolve(out_dir, filesystem).read("stats.json")
+        return dict(json.loads(data)) if data else None
+    except (StorageError, OSError, ValueError):
+        return None
+
+
 class Crawl:
     """A crawl running on Ray, driven from this process."""
 
@@ -188,6 +248,63 @@ class Crawl:
         self._run_ref: Any = None
         self._summary: dict[str, Any] | None = None
         self._final_hosts: list[dict[str, Any]] = []  # host rows as the crawl ended (its actors are gone then)
+        self.crawl_id = ""
+
+    @classmethod
+    def attach(cls, crawl_id: str, address: str | None = None) -> Crawl:
+        """The crawl running under ``crawl_id`` on the Ray cluster at ``address`` (else RAY_ADDRESS, else the one
+        this machine is part of), as ``start()`` returned it where it was started: every method works from here.
+        ``wait()`` waits for it to end; it ends when it finishes or is stopped, not when this process does."""
+        import ray
+        from ray.exceptions import RayError
+
+        from raycrawl.named import find
+
+        connect_ray(address)
+        actor = find(crawl_id)
+        if actor is None:
+            raise CrawlNotFound(f"no running crawl named {crawl_id!r} on the Ray cluster{_at(address)}")
+        try:
+            config, out_dir, _ = ray.get(actor.describe.remote(), timeout=60)
+        except RayError:
+            raise CrawlNotFound(f"the crawl {crawl_id!r} ended as it was being attached to") from None
+        crawl = cls(config)
+        crawl._actor, crawl.out_dir, crawl.crawl_id = actor, out_dir, crawl_id
+        return crawl
+
+    @property
+    def attached(self) -> bool:
+        """Reached by ``attach()``, not started here: the crawl's driver is elsewhere."""
+        return self._actor is not None and self._run_ref is None
+
+    def _ask(self, method: str, *args: Any) -> Any:
+        """A call to the coordinator, waited for. An attached crawl that has ended says so (its actor is gone)."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        try:
+            return ray.get(getattr(self._actor, method).remote(*args))
+        except RayActorError:
+            if not self.attached:
+                raise
+            raise CrawlNotFound(f"the crawl {self.crawl_id!r} has ended") from None
+
+    def _ended(self) -> dict[str, Any] | None:
+        """An attached crawl's summary once it has ended: from its coordinator while it is still there, else from
+        stats.json in its output (None while it runs)."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        try:
+            final = ray.get(self._actor.final.remote())
+        except RayActorError:
+            final = read_stats(self.out_dir, self.config.filesystem)
+            if final is None:
+                raise CrawlNotFound(
+                    f"the crawl {self.crawl_id!r} has ended (its summary, {self.out_dir}/stats.json, is not readable"
+                    " from here)"
+                ) from None
+        return dict(final) if final is not None else None
 
     def start(self) -> Crawl:
         """Validate seeds and output, start Ray if needed, and start the coordinator. Returns at once."""
@@ -195,6 +312,8 @@ class Crawl:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         from raycrawl.actors.coordinator import CoordinatorActor
+        from raycrawl.actors.settings import crawl_id_of
+        from raycrawl.named import start_named
 
         self.seeds, self.seed_problems = load_seeds(self.config)
         self.out_dir = prepare_out_dir(self.config)
@@ -208,8 +327,11 @@ class Crawl:
         check_output_shared(self.out_dir, self.config)
         # The coordinator buffers page records on its node's disk: keep it here, where --out was given.
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-        actor_class: Any = CoordinatorActor  # .options() is added by @ray.remote
-        self._actor = actor_class.options(scheduling_strategy=here).remote(self.config, self.seeds, self.out_dir)
+        self.crawl_id = crawl_id_of(self.config, self.out_dir)
+        # (named: Crawl.attach and the CLI find it by its id; raycrawl/named.py)
+        self._actor = start_named(
+            CoordinatorActor, self.crawl_id, {"scheduling_strategy": here}, self.config, self.seeds, self.out_dir
+        )
         self._run_ref = self._actor.run.remote()
         return self
 
@@ -218,31 +340,36 @@ class Crawl:
             raise RuntimeError("the crawl has not been started: call start() first")
 
     def status(self) -> dict[str, Any]:
-        import ray
-
         self._require_started()
+        if self._summary is None and self.attached:
+            try:
+                status = dict(self._ask("status"))
+            except CrawlNotFound:
+                status = {"state": "finished"}
+            if status.get("state") == "finished":
+                self._summary = self._ended()
         if self._summary is not None:
             return {"state": "finished", **self._summary}
-        return dict(ray.get(self._actor.status.remote()))
+        return dict(self._ask("status"))
 
     def placement(self) -> dict[str, Any]:
         """Where the running crawl's actors are: ``{"coordinator": node, "shards": [node, ...], "partitions":
         [node, ...]}`` (Ray node ids; shard i and partition i in order)."""
-        import ray
-
         self._require_started()
         if self._summary is not None:
             raise RuntimeError("the crawl has ended: its actors are gone")
-        return dict(ray.get(self._actor.placement.remote()))
+        return dict(self._ask("placement"))
 
     def host_rows(self) -> list[dict[str, Any]]:
-        """Per-host state, one dict per host: queue, in flight, delay and why, wait, robots, paused, counts."""
-        import ray
-
+        """Per-host state, one dict per host: queue, in flight, delay and why, wait, robots, paused, counts.
+        (Attached to a crawl that has ended: the busiest hosts its summary lists.)"""
         self._require_started()
+        if self._summary is None and self.attached:
+            self.status()  # (an attached crawl that has ended: its summary is read now)
         if self._summary is not None:
-            return list(self._final_hosts)
-        return list(ray.get(self._actor.hosts.remote()))
+            listed: list[dict[str, Any]] = self._summary.get("hosts", [])
+            return list(self._final_hosts or listed)
+        return list(self._ask("hosts"))
 
     def hosts(self) -> Any:
         """host_rows() as a pandas DataFrame indexed by host, busiest first."""
@@ -262,7 +389,7 @@ class Crawl:
         )
         if problems:
             raise ValueError(f"not http(s) URLs: {[redact_credentials(p.text) for p in problems]!r}")
-        self._actor.add_seeds.remote(seeds)
+        self._ask("add_seeds", seeds)
         return len(seeds)
 
     def retry_errors(self, budget: bool = False) -> None:
@@ -272,16 +399,16 @@ class Crawl:
         self._require_started()
         if self.done():
             raise RuntimeError("the crawl has finished: resume it with retry_errors=True to retry its errors")
-        self._actor.retry_errors.remote(budget)
+        self._ask("retry_errors", budget)
 
     def pause(self, reason: str = "paused by operator") -> None:
         """Start no new requests (fetches under way finish); queued URLs wait for resume()."""
         self._require_started()
-        self._actor.pause.remote(reason)
+        self._ask("pause", reason)
 
     def resume(self) -> None:
         self._require_started()
-        self._actor.resume.remote()
+        self._ask("resume")
 
     def pause_host(self, host: str, reason: str = "paused by operator") -> bool:
         """Stop sending to ``host`` (a netloc as in hosts()); its URLs stay queued. False if unknown."""
@@ -297,22 +424,22 @@ class Crawl:
         return self._control("set_delay", host, seconds)
 
     def _control(self, action: str, host: str, *args: Any) -> bool:
-        import ray
-
         self._require_started()
-        return bool(ray.get(self._actor.control_host.remote(action, host, *args)))
+        return bool(self._ask("control_host", action, host, *args))
 
     def stop(self, reason: str = "stopped by request") -> None:
         """Stop leasing; in-flight fetches finish, a checkpoint is taken, and the crawl ends with its queue
         kept for a later ``--resume`` / ``CrawlConfig(resume=True)``. Then wait()."""
         self._require_started()
         if self._summary is None:
-            self._actor.stop.remote(reason)
+            self._ask("stop", reason)
 
     def done(self) -> bool:
         import ray
 
         self._require_started()
+        if self.attached:
+            return self.status().get("state") == "finished"
         return self._summary is not None or bool(ray.wait([self._run_ref], timeout=0)[0])
 
     def wait(
@@ -325,6 +452,15 @@ class Crawl:
         if self._summary is not None:
             return self._summary
         deadline = None if timeout is None else time.monotonic() + timeout
+        while self.attached:  # (its driver waits for the run: here, the status says when it has ended)
+            status = self.status()
+            if self._summary is not None:
+                return self._summary
+            if progress is not None:
+                progress(status)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"the crawl did not finish within {timeout} s")
+            time.sleep(every if deadline is None else max(0.0, min(every, deadline - time.monotonic())))
         while True:
             step = every if deadline is None else max(0.0, min(every, deadline - time.monotonic()))
             ready, _ = ray.wait([self._run_ref], timeout=step)
@@ -349,6 +485,15 @@ class Crawl:
         ``fetched_at`` as a UTC timestamp. Works while the crawl runs (up to its last checkpoint), and after."""
         self._require_started()
         return read_results(self.out_dir, self.config.filesystem)
+
+    @staticmethod
+    def list(address: str | None = None) -> list[dict[str, Any]]:
+        """(Last in the class: its name would hide the built-in ``list`` from the annotations after it.)
+        The crawls running on the Ray cluster at ``address``: ``crawl_id`` and status (state, pages ...) each."""
+        from raycrawl.named import running
+
+        connect_ray(address)
+        return running()
 
 
 def crawl(config: CrawlConfig, progress: Progress | None = None) -> dict[str, Any]:

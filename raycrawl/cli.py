@@ -16,7 +16,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from raycrawl import __version__
+from raycrawl import __version__, operate
 from raycrawl.adapters.snapshots import redis_url_for_messages
 from raycrawl.config import FIELD_TYPES, PYTHON_ONLY, CrawlConfig, load_named_config
 from raycrawl.errors import RaycrawlError
@@ -144,6 +144,8 @@ exit codes:
   1  the crawl failed
   2  bad configuration, flags or seeds
   3  a service (Ray, Redis) could not be reached
+  4  (status, stop ... --crawl-id ID) no running crawl named ID
+  5  (pause-host, resume-host, set-delay) the crawl has no such host
   130 interrupted twice (hard stop)"""
 
 
@@ -209,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument("seeds", nargs="*", metavar="URL", help="seed URLs (or --seeds-file)")
     crawl.add_argument("--config", metavar="FILE", help="TOML file with settings (flags and RAYCRAWL_* win over it)")
     _add_config_flags(crawl)
+    operate.add_commands(sub)
     demo = sub.add_parser("demo", help="start the built-in test web on 127.0.0.x and crawl it")
     demo.add_argument("--hosts", type=int, default=8)
     demo.add_argument("--pages", type=int, default=60, help="pages per host")
@@ -320,6 +323,8 @@ def main(argv: Sequence[str] | None = None, **python_only: Any) -> int:
     try:
         if args.command == "demo":
             return run_demo(args)
+        if args.command in operate.COMMANDS:
+            return operate.run(args)
         cfg, named = load_named_config(_cli_values(args), config_file=args.config)
         return run_crawl(cfg.replace(**python_only) if python_only else cfg, named)
     except RaycrawlError as exc:

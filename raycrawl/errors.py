@@ -38,3 +38,15 @@ class ServiceError(RaycrawlError):
     """A service the crawl needs (Ray, Redis) cannot be reached."""
 
     exit_code = 3
+
+
+class CrawlNotFound(RaycrawlError):
+    """No running crawl of that id on the cluster (``Crawl.attach``, ``raycrawl status --crawl-id``)."""
+
+    exit_code = 4
+
+
+class UnknownHost(RaycrawlError):
+    """A host control (pause-host, resume-host, set-delay) named a host the crawl has not seen."""
+
+    exit_code = 5

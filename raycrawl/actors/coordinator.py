@@ -91,6 +91,7 @@ class Coordinator:
         self._last_stats = 0.0
         self._host_counts: dict[str, int] = {}  # hosts ready / paused, from the last stats summary
         self._retry_requested: frozenset[str] | None = None  # retry_errors() of a running crawl: these outcomes
+        self._final: dict[str, Any] | None = None  # the summary run() returned (for clients attached by name)
 
     def _new_crew(self) -> Crew:
         setup = shard_setup(self.cfg, self.seeds, self.num_shards, self.num_partitions, self.out_dir, self.crawl_id)
@@ -133,6 +134,15 @@ class Coordinator:
         with self._lock:
             self._retry_requested = RETRIED_OUTCOMES | (BUDGET_OUTCOMES if budget else frozenset())
             self.loop.checkpoint_now()
+
+    def describe(self) -> tuple[CrawlConfig, str, str]:
+        """(settings, output location, crawl id): what a client attaching by name needs."""
+        return self.cfg, self.out_dir, self.crawl_id
+
+    def final(self) -> dict[str, Any] | None:
+        """The crawl's summary once it has ended (None before)."""
+        with self._lock:
+            return self._final
 
     def status(self) -> dict[str, Any]:
         with self._lock:
@@ -201,6 +211,7 @@ class Coordinator:
         self._write_stats(summary)
         with self._lock:
             self._status = self._progress("finished")
+            self._final = summary
         ray.get([s.close.remote() for s in self.crew.shards])
         return summary
 
@@ -469,6 +480,12 @@ class CoordinatorActor:
 
     def status(self) -> dict[str, Any]:
         return self._coordinator.status()
+
+    def describe(self) -> tuple[CrawlConfig, str, str]:
+        return self._coordinator.describe()
+
+    def final(self) -> dict[str, Any] | None:
+        return self._coordinator.final()
 
     def stop(self, reason: str = "stopped by request") -> None:
         self._coordinator.stop(reason)
