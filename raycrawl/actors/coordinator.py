@@ -67,8 +67,9 @@ class Coordinator:
         # shards, fingerprints by fp % partitions.
         self._resumed = checkpoints.load(self.store) if cfg.resume else None
         cpus = int(ray.cluster_resources().get("CPU", 2))
+        self._unwrapped_parts = 0  # WARC parts an older raycrawl gzipped twice, put right by this resume
         if self._resumed is not None:
-            self.output.resume(self._resumed.state.get("parts", []))
+            _, self._unwrapped_parts = self.output.resume(self._resumed.state.get("parts", []))
             self.num_shards = int(self._resumed.state["num_shards"])
             self.num_partitions = len(self._resumed.dedup)
         else:
@@ -190,6 +191,8 @@ class Coordinator:
         self.stats.started_at = time.time()  # --time-limit and pages/s count crawling, not worker start-up
         if self._resumed is not None:
             self._restore(self._resumed)
+            if self._unwrapped_parts:
+                self.stats.events["warc_parts_unwrapped"] += self._unwrapped_parts
         self.stats.seeds += len(self.seeds)
         self.crew.offer_seeds(self.seeds, self.cfg.tracking_params)
         if self._resumed is None and self.cfg.recrawl:

@@ -24,7 +24,14 @@ import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from raycrawl.adapters.output import PAGES_DIR, WARC_DIR, pages_part, remove_uncommitted, write_committed
+from raycrawl.adapters.output import (
+    PAGES_DIR,
+    WARC_DIR,
+    pages_part,
+    remove_uncommitted,
+    unwrap_doubled_parts,
+    write_committed,
+)
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.adapters.warc import buffer_path, epoch_of
 from raycrawl.core.dead_letters import DeadLetters, take_dead_letters
@@ -100,10 +107,13 @@ class OutputParts:
         self.parts: list[str] = []  # stored, and consistent with the crawl's state: the next checkpoint lists them
         self._superseded: list[str] = []  # parts the next checkpoint no longer lists: deleted once it commits
 
-    def resume(self, parts: list[str]) -> int:
-        """Continue the output of a checkpoint that lists ``parts``; parts it does not list are deleted."""
+    def resume(self, parts: list[str]) -> tuple[int, int]:
+        """Continue the output of a checkpoint that lists ``parts``: parts it does not list are deleted, and WARC
+        parts an older raycrawl gzipped twice are put right. Returns how many of each."""
         self.parts = list(parts)
-        return len(remove_uncommitted(self.storage, self.parts))
+        removed = remove_uncommitted(self.storage, self.parts)
+        fixed = unwrap_doubled_parts(self.storage, [p for p in self.parts if p.startswith(WARC_DIR + "/")])
+        return len(removed), len(fixed)
 
     def cut(self, epoch: int, shard_cuts: list[ShardCut]) -> list[str]:
         """Store this interval's output as parts of ``epoch``; the parts the checkpoint of this cut lists. The

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from raycrawl.adapters.storage import Storage, StorageError, open_storage
+from raycrawl.adapters.storage import DOUBLED_PROBE, Storage, StorageError, is_doubled_gzip, open_storage
 from raycrawl.core.clean import clean_value
 
 PAGES_DIR = "pages"
@@ -113,6 +113,22 @@ def remove_uncommitted(storage: Storage, keep: Iterable[str]) -> list[str]:
     stray = [name for directory in PART_DIRS for name in storage.list(directory) if name not in kept]
     storage.delete(stray)
     return stray
+
+
+def unwrap_doubled_parts(storage: Storage, parts: Iterable[str]) -> list[str]:
+    """Rewrite the ``.gz`` parts an older raycrawl stored in object storage as gzip inside gzip (see
+    adapters/storage.py) as the plain gzip they should be, so archive tools can read the whole crawl. Returns
+    their names. Each is one atomic replacement: interrupted, a part stays as it was, readable either way."""
+    fixed = []
+    for name in parts:
+        if not name.endswith(".gz") or not is_doubled_gzip(storage.read_raw(name, DOUBLED_PROBE) or b""):
+            continue
+        data = storage.read(name)  # (unwrapped once)
+        if data is None:
+            raise StorageError(f"{storage.show(name)} is listed in {COMMITTED_FILE} but missing")
+        storage.put(name, data)
+        fixed.append(name)
+    return fixed
 
 
 def has_output(storage: Storage) -> bool:

@@ -9,15 +9,21 @@ person: secrets in the URI's query or user part are replaced by ``***``.
 
 Writes are whole objects: ``put`` replaces a file atomically (a temporary file renamed, fsync'd, on a local
 disk; one PUT, which is atomic, on an object store), so a reader never sees half a file.
+
+Bytes are stored as given, on every filesystem: ``pyarrow.fs`` streams default to ``compression="detect"``, which
+gzips again any name ending in ``.gz`` (a ``.warc.gz`` became gzip inside gzip, unreadable by archive tools) and
+gunzips it again on the way back. Files an older raycrawl wrote that way are read through ``unwrap_doubled_gzip``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import os
 import re
 import uuid
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +34,8 @@ import pyarrow.fs as pafs
 
 COPY_CHUNK = 8 << 20  # bytes read and written at a time when a file is put from a local one
 _SECRET_KEY = re.compile(r"key|secret|token|password|credential|sas|signature", re.IGNORECASE)
+GZIP_MAGIC = b"\x1f\x8b"
+DOUBLED_PROBE = 64 << 10  # bytes read of a file's head to tell whether it is gzip inside gzip
 
 
 class StorageError(Exception):
@@ -74,9 +82,17 @@ class Storage:
     # --- reading ------------------------------------------------------------------------------------
 
     def read(self, name: str) -> bytes | None:
-        """A file's bytes, or None when there is no such file."""
-        with self._missing_ok("read", name), self.fs.open_input_stream(self.path(name)) as f:
-            data: bytes = f.read()
+        """A file's bytes as stored (a ``.gz`` doubled by an older raycrawl unwrapped once), or None when there is
+        no such file."""
+        data = self.read_raw(name)
+        if data is not None and name.endswith(".gz"):
+            return unwrap_doubled_gzip(data)
+        return data
+
+    def read_raw(self, name: str, limit: int | None = None) -> bytes | None:
+        """A file's bytes exactly as stored (the first ``limit`` of them when given), or None when it is missing."""
+        with self._missing_ok("read", name), self.fs.open_input_stream(self.path(name), compression=None) as f:
+            data: bytes = f.read() if limit is None else f.read(limit)
             return data
         return None
 
@@ -138,7 +154,7 @@ class Storage:
                     tmp.unlink(missing_ok=True)
                 _fsync_dir(target.parent)
             else:
-                with self.fs.open_output_stream(self.path(name)) as out:
+                with self.fs.open_output_stream(self.path(name), compression=None) as out:
                     for piece in pieces:
                         out.write(piece)
                         written += len(piece)
@@ -171,6 +187,28 @@ class Storage:
     def _error(self, verb: str, name: str, exc: OSError) -> StorageError:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return StorageError(f"cannot {verb} {self.show(name)}: {_redact_text(detail, self.where)}")
+
+
+def is_doubled_gzip(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) is gzip whose content is gzip again, as ``pyarrow.fs`` made of a
+    ``.gz`` written with its default ``compression="detect"``. (A WARC member's content starts ``WARC/``.)"""
+    if not head.startswith(GZIP_MAGIC):
+        return False
+    try:
+        inner = zlib.decompressobj(wbits=31).decompress(head, len(GZIP_MAGIC))
+    except zlib.error:
+        return False
+    return inner == GZIP_MAGIC
+
+
+def unwrap_doubled_gzip(data: bytes) -> bytes:
+    """``data`` with one gzip layer taken off when it is gzip inside gzip; as it is otherwise."""
+    if not is_doubled_gzip(data[:DOUBLED_PROBE]):
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error):  # truncated or damaged outer layer: what was stored, as it is
+        return data
 
 
 def _not_found(exc: OSError) -> bool:
