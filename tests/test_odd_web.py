@@ -105,6 +105,14 @@ def test_every_odd_but_readable_page_had_its_links_followed(crawl: OddCrawl) -> 
     assert len(found) >= 9 and all(records[f"http://{crawl.odd}{p}"]["outcome"] == "fetched" for p in found)
 
 
+def test_a_malformed_content_type_is_kept_in_the_record_and_the_page_sniffed(crawl: OddCrawl) -> None:
+    records = {r["requested_url"]: r for r in _records(crawl.out)}
+    page = records[f"http://{crawl.odd}/ct-malformed"]
+    assert page["content_type"] == "text/html\ufffd"  # what was sent, made clean (0xFF is no UTF-8)
+    assert page["outlinks"] == [f"http://{crawl.odd}/found/ct-malformed"]  # sniffed as HTML: its link followed
+    assert records[f"http://{crawl.odd}/found/ct-malformed"]["outcome"] == "fetched"
+
+
 def test_robots_txt_was_obeyed_to_the_letter_and_links_sent_as_written(crawl: OddCrawl) -> None:
     odd_paths = [r["path"] for r in crawl.requests if r["host"] == crawl.odd]
     # BOM skipped (/private/ is disallowed by the first group), the query rule applied to the link as written,

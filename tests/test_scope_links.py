@@ -1,9 +1,11 @@
 import codecs
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raycrawl.core.links import charset_of, decode_html, extract_links, html_charset, is_html
+from raycrawl.core.links import charset_of, decode_html, extract_links, html_charset
+from raycrawl.core.media_types import is_html, media_type
 from raycrawl.core.scope import ScopePolicy, registered_domain
 
 
@@ -97,6 +99,35 @@ def test_html_detection_and_charset() -> None:
     assert charset_of('text/html; charset="ISO-8859-1"') == "ISO-8859-1"
     assert decode_html("é".encode("latin-1"), "text/html; charset=latin1") == "é"  # (a WHATWG label; "latin-1" is not)
     assert decode_html(b"\xff", "text/html; charset=bogus") == "\ufffd"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "expected"),
+    [
+        ("Text/HTML ; charset=utf-8", "text/html"),
+        ("\t application/xhtml+xml", "application/xhtml+xml"),
+        ("text/html\ufffd", None),  # (0xFF as the fetcher keeps it) a header that does not parse is no header
+        ("text/html\xff", None),
+        ("text/", None),
+        ("/html", None),
+        ("texthtml", None),
+        ("text/ht ml", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_media_types_parse_as_whatwg_parses_them(content_type: str | None, expected: str | None) -> None:
+    assert media_type(content_type) == expected
+
+
+def test_an_unparseable_content_type_is_treated_as_absent_and_the_body_sniffed() -> None:
+    page = b"\n <html><body><a href=/x>x</a>"
+    assert is_html("text/html\ufffd", page)  # sniffed
+    assert not is_html("text/html\ufffd", b"%PDF-1.7 ...")
+    assert not is_html("application/pdf", page)  # a header that parses decides
+    assert is_html(None, b"<!-- served by x --><p>hi") and is_html(None, b"<TITLE>t</title>")
+    assert not is_html(None, b"<bogus>") and not is_html(None, b"<htmlx>")
+    assert charset_of("text/html\ufffd; charset=koi8-r") is None  # (its parameters go with it)
 
 
 @settings(max_examples=300, deadline=None)

@@ -45,7 +45,8 @@ from raycrawl.core.clean import clean_text, describe_exception
 from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodingError
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
-from raycrawl.core.links import decode_html, extract_links, is_html
+from raycrawl.core.links import decode_html, extract_links
+from raycrawl.core.media_types import is_html
 from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan
 from raycrawl.core.revisits import Revisit, conditional_headers, duplicate_revisit, recrawl_outcome, revisit_for
 from raycrawl.core.robots import MAX_ROBOTS_BYTES

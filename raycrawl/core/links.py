@@ -15,21 +15,14 @@ from urllib.parse import urljoin
 import webencodings
 from selectolax.lexbor import LexborHTMLParser
 
+from raycrawl.core.media_types import media_type
 from raycrawl.core.urls import C0_OR_SPACE, link_forms
-
-HTML_TYPES = ("text/html", "application/xhtml+xml")
-
-
-def is_html(content_type: str | None, body_prefix: bytes) -> bool:
-    """HTML by the Content-Type header, or, when there is none, by sniffing the first bytes."""
-    if content_type:
-        return content_type.split(";", 1)[0].strip().lower() in HTML_TYPES
-    head = body_prefix[:512].lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html")) or b"<a " in head
 
 
 def charset_of(content_type: str | None) -> str | None:
-    if not content_type:
+    """The charset parameter of a Content-Type that parses (one that does not is no header at all, as browsers
+    have it: core/media_types.py)."""
+    if not content_type or media_type(content_type) is None:
         return None
     for param in content_type.split(";")[1:]:
         name, _, value = param.partition("=")

@@ -65,6 +65,7 @@ def _layers(n: int) -> Raw:
 # path -> how it is served. Readable pages link to /found/<case>: a crawl must follow them.
 ROUTES: dict[str, Callable[[], Raw]] = {
     "/ct-bytes": lambda: _page(b"200 OK", [b"Content-Type: text/html; charset=\xff\xfe\x80"], ["/found/ct-bytes"]),
+    "/ct-malformed": lambda: _page(b"200 OK", [b"Content-Type: text/html\xff"], ["/found/ct-malformed"]),
     "/reason-bytes": lambda: _page(b"200 \xff\xfe\x1b[31mOK", [HTML], ["/found/reason-bytes"]),
     "/header-bytes": lambda: _page(b"200 OK", [HTML, b"X-Odd: caf\xe9 \x80\xff"], ["/found/header-bytes"]),
     "/header-name-bytes": lambda: _page(b"200 OK", [HTML, b"X-\xe9t\xe9: x"], ["/found/never-read"]),
@@ -98,6 +99,8 @@ ROUTES: dict[str, Callable[[], Raw]] = {
 CASES: dict[str, tuple[str, str]] = {
     "/ct-bytes": ("fetched", ""),
     "/found/ct-bytes": ("fetched", ""),
+    "/ct-malformed": ("fetched", ""),  # a Content-Type that does not parse: the body is sniffed, links followed
+    "/found/ct-malformed": ("fetched", ""),
     "/reason-bytes": ("fetched", ""),
     "/found/reason-bytes": ("fetched", ""),
     "/header-bytes": ("fetched", ""),
