@@ -8,8 +8,11 @@ the whole file per host, and its matching cost is unbounded. Here:
   rules are kept: a host's robots state is its own group, not the file.
 - A UTF-8 byte order mark (also a partial one, as Google's parser allows) is skipped; lines end in CR, LF or
   CRLF; ``#`` starts a comment; a missing colon is read as a space (Google: ``disallow /`` means what it says).
-- Patterns are percent-encoded as the RFC asks before comparison (octets outside US-ASCII as ``%XX``, escapes
-  upper-cased), and matched against the path and query *as the URL will be requested*.
+- Patterns and the path they are compared with are both normalised as RFC 9309 2.2.2 asks (``normalize_escapes``):
+  octets outside printable US-ASCII become ``%XX``, escapes of unreserved characters are decoded (``%7E`` is
+  ``~``), other escapes upper-cased. So ``Disallow: /%7Ejoe/`` stops ``/~joe/x``, ``Disallow: /~joe/`` stops
+  ``/%7Ejoe/x``, and ``Disallow: /foo/bar/ツ`` stops ``/foo/bar/%E3%83%84`` (the RFC's own table; Google's parser
+  leaves ``%62%61%7A`` undecoded, which the RFC does not).
 - The most specific match (most octets in the pattern) wins; on a tie, allow wins. ``/robots.txt`` is always
   allowed.
 
@@ -37,6 +40,7 @@ _GENERIC_PRODUCTS = frozenset(
      "edg", "edge", "opr", "opera", "trident", "like", "compatible", "windows", "linux", "x11", "macintosh"}
 )  # fmt: skip
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}|[^\x21-\x7e]")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")  # RFC 3986 2.3
 
 
 def product_token(user_agent: str) -> str | None:
@@ -55,17 +59,21 @@ def product_token(user_agent: str) -> str | None:
     return None
 
 
-def escape_pattern(pattern: str) -> str:
-    """A path pattern percent-encoded as RFC 9309 2.2.2 asks: octets outside printable US-ASCII become ``%XX``,
-    existing escapes are upper-cased (``%aa`` -> ``%AA``). ``*`` and ``$`` keep their meaning."""
+def _normalize_one(match: re.Match[str]) -> str:
+    text = match.group()
+    if text[0] == "%" and len(text) == 3:
+        char = chr(int(text[1:], 16))
+        return char if char in _UNRESERVED else text.upper()
+    return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogateescape"))
 
-    def one(match: re.Match[str]) -> str:
-        text = match.group()
-        if text[0] == "%" and len(text) == 3:
-            return text.upper()
-        return "".join(f"%{b:02X}" for b in text.encode("utf-8", "surrogateescape"))
 
-    return _ESCAPE.sub(one, pattern)
+def normalize_escapes(text: str) -> str:
+    """A path, or a rule's pattern, in the one form RFC 9309 2.2.2 compares: octets outside printable US-ASCII
+    as ``%XX``, escapes of unreserved characters (RFC 3986 2.3) decoded, other escapes upper-cased (``%aa`` ->
+    ``%AA``). Idempotent; ``*`` and ``$`` keep their meaning (their escapes stay escapes: reserved)."""
+    if text.isascii() and "%" not in text and " " not in text and text.isprintable():
+        return text  # (the common case, a plain path: nothing to do)
+    return _ESCAPE.sub(_normalize_one, text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +147,10 @@ class RobotsGroup:
         return cls(tuple(rules), crawl_delay, simplified, prefixes, lengths, exact, tuple(wildcards))
 
     def allows(self, path: str) -> bool:
-        """May ``path`` (path and query, as requested, percent-encoded) be fetched?"""
+        """May ``path`` (path and query, as requested) be fetched? It is compared in the rules' form."""
         if path == "/robots.txt":
             return True
+        path = normalize_escapes(path)
         best_length, best_allow = -1, True
         for length in self._lengths:  # longest first: the first prefix found is the longest
             if length > len(path):
@@ -169,7 +178,9 @@ class RobotsGroup:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RobotsGroup:
-        return cls.of([(bool(a), str(p)) for a, p in d["rules"]], d.get("crawl_delay"), int(d.get("simplified", 0)))
+        # (patterns normalised again: a checkpoint of an older raycrawl kept unreserved characters escaped)
+        rules = [(bool(a), normalize_escapes(str(p))) for a, p in d["rules"]]
+        return cls.of(rules, d.get("crawl_delay"), int(d.get("simplified", 0)))
 
 
 def _lines(body: bytes) -> list[str]:
@@ -242,7 +253,7 @@ def parse_robots(body: bytes, token: str, limits: RobotsLimits | None = None) ->
             continue
         if not value:
             continue  # an empty rule matches nothing (RFC 9309 2.2.2)
-        rule = (key == "allow", escape_pattern(value))
+        rule = (key == "allow", normalize_escapes(value))
         if mine:
             specific.append(rule)
         if anyone:
