@@ -164,7 +164,9 @@ def ensure_ray(address: str | None) -> None:
     try:
         with loopback_only() if own else contextlib.nullcontext():
             ray.init(
-                address=address,
+                # "local": a Ray of our own even when another runs on this machine (a bare None would join the
+                # machine's "current" cluster, whoever started it).
+                address="local" if own else address,
                 include_dashboard=False,
                 logging_level="WARNING",
                 log_to_driver=False,  # worker chatter would garble the progress line; errors come back as values

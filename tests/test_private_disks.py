@@ -122,20 +122,43 @@ def _alive_nodes(head: RayHead) -> list[str]:
     return done.stdout.strip().splitlines()[-1].split() if done.returncode == 0 and done.stdout.strip() else []
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RayHead, list[PrivateNode]]]:
-    logs = tmp_path_factory.mktemp("nodes")
-    head = RayHead()
-    nodes: list[PrivateNode] = []
-    try:
-        head.start(cpus=0)  # as cluster.yaml's head: no CPU for tasks, every fetch on a worker node
-        nodes = [PrivateNode(head, f"127.0.1.{i + 2}", logs) for i in range(2)]
-        wait_until(lambda: _alive_nodes(head) == ["127.0.0.1", "127.0.1.2", "127.0.1.3"], 180, "two nodes to join")
-        yield head, nodes
-    finally:
-        for node in nodes:
+class PrivateCluster:
+    """A head with no CPU and worker nodes of their own disks; a node killed by a test is replaced for the next."""
+
+    def __init__(self, head: RayHead, logs: Path) -> None:
+        self.head, self.logs = head, logs
+        self.nodes: list[PrivateNode] = []
+        self._started = 0
+
+    def two_nodes(self) -> list[PrivateNode]:
+        """Two live worker nodes, the cluster listing exactly them and the head."""
+        self.nodes = [n for n in self.nodes if n.proc.poll() is None]
+        while len(self.nodes) < 2:
+            self._started += 1
+            self.nodes.append(PrivateNode(self.head, f"127.0.1.{self._started + 1}", self.logs))
+        wanted = sorted(["127.0.0.1", *(n.address for n in self.nodes)])
+        wait_until(lambda: _alive_nodes(self.head) == wanted, 180, "two worker nodes to be listed alive")
+        return list(self.nodes)
+
+    def stop(self) -> None:
+        for node in self.nodes:
             node.stop()
-        head.stop()
+        self.head.stop()
+
+
+@pytest.fixture(scope="module")
+def private_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateCluster]:
+    cluster = PrivateCluster(RayHead(), tmp_path_factory.mktemp("nodes"))
+    try:
+        cluster.head.start(cpus=0)  # as cluster.yaml's head: no CPU for tasks, every fetch on a worker node
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def cluster(private_cluster: PrivateCluster) -> tuple[RayHead, list[PrivateNode]]:
+    return private_cluster.head, private_cluster.two_nodes()
 
 
 def _buffered(node: PrivateNode) -> bool:
@@ -196,3 +219,56 @@ def test_output_in_object_storage_survives_a_node_that_disappears(
     assert stats["events"]["rollbacks"] >= 1  # the lost buffer was redone from the last checkpoint
     print(f"records: {len(records)}; WARC responses: {sum(warc.values())}; per node: {stats['fetch_nodes']}; "
           f"rollbacks: {stats['events'].get('rollbacks', 0)}; {out.strip().splitlines()[-1][:120]}")  # fmt: skip
+
+
+def _placement(out: str) -> dict[str, list[str]]:
+    """Where the running crawl's shards and partitions are (node addresses), from its stats.json."""
+    stats = json.loads(resolve(out).read("stats.json") or b"{}")
+    return dict(stats.get("placement") or {})
+
+
+@pytest.mark.parametrize("holding", ["shard", "partition"])
+def test_losing_the_node_of_a_shard_or_a_partition_loses_nothing_and_doubles_nothing(
+    cluster: tuple[RayHead, list[PrivateNode]], s3_uri: str, holding: str
+) -> None:
+    """Issue 28's run: 5 light hosts to the S3 server, a worker node killed mid-crawl (as a spot instance goes).
+    Killed with a shard: the crawl rolls back to its last checkpoint; with a seen-set partition (and no shard): the
+    partition is rebuilt. Either way the actors made again go to nodes that are alive, and the crawl ends well."""
+    head, nodes = cluster
+    counts = (
+        ["--shards", "2", "--dedup-partitions", "1"]
+        if holding == "shard"
+        else ["--shards", "1", "--dedup-partitions", "2"]
+    )
+    spec = WebSpec(hosts=5, pages_per_host=400, page_bytes=300)
+    addresses = {n.address for n in nodes}
+    with TestWeb(spec) as web:
+        proc = _crawl(head, web.graph.seeds(), s3_uri, *counts, "--delay", "0.1")  # (~40 s: the kill is mid-crawl)
+
+        def victim() -> PrivateNode | None:
+            where = _placement(s3_uri)
+            shards, partitions = set(where.get("shards", [])), set(where.get("partitions", []))
+            held = shards if holding == "shard" else partitions - shards
+            return next((n for n in nodes if n.address in held and n.address in addresses), None)
+
+        wait_until(lambda: len(page_requests(web.requests())) >= 150, 300, "150 pages before a node goes")
+        wait_until(lambda: victim() is not None, 60, f"a worker node holding a {holding} in stats.json")
+        node = victim()
+        assert node is not None
+        node.kill()
+        _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    reachable = set(web.graph.reachable([(h, 0) for h in range(spec.hosts)]))
+    records = read_pages(s3_uri)
+    assert_each_url_once(records)  # nothing doubled
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == reachable  # nothing lost
+    warc = warc_page_responses(s3_uri)
+    assert set(warc) == reachable and max(warc.values()) == 1
+    stats = json.loads(resolve(s3_uri).read("stats.json") or b"{}")
+    assert node.address not in {*stats["placement"]["shards"], *stats["placement"]["partitions"]}, stats["placement"]
+    if holding == "partition":
+        assert stats["events"].get("dedup_recoveries", 0) + stats["events"].get("rollbacks", 0) >= 1
+    else:
+        assert stats["events"].get("rollbacks", 0) >= 1
+    print(f"{holding}: killed {node.address}; placement after: {stats['placement']}; events: {stats['events']}")

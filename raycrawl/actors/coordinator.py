@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import ray
-from ray.exceptions import RayActorError, RayError
+from ray.exceptions import RayError
 
 from raycrawl.actors import checkpoints, reporting
 from raycrawl.actors.crew import Crew
@@ -35,6 +35,7 @@ from raycrawl.actors.fetch_task import fetch_batch, warm_up
 from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.output_cut import OutputLost, OutputParts, OutputUnwritable
+from raycrawl.actors.placement import ACTOR_LOST, Placement
 from raycrawl.actors.settings import crawl_id_of, fetch_settings, shard_setup
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.snapshots import StoreUnavailable, open_store
@@ -52,6 +53,8 @@ ROLLBACK_ATTEMPTS = 5
 # Seen-set partitions by default: one per this many CPUs of the cluster (a partition checks ~a million URLs a second,
 # and a cluster of that many CPUs finds far fewer: more partitions only cost round trips).
 CPUS_PER_PARTITION = 8
+# What rolls the crawl back to its last checkpoint: a shard lost (or never able to start), or a node lost with output.
+ROLLBACK_CAUSES: tuple[type[Exception], ...] = (*ACTOR_LOST, OutputLost)
 
 
 class Coordinator:
@@ -76,6 +79,7 @@ class Coordinator:
             self.num_shards = cfg.shards or max(2, cpus)
             self.num_partitions = cfg.dedup_partitions or max(1, cpus // CPUS_PER_PARTITION)
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)  # (its seed hosts go in checkpoints)
+        self._placement = Placement()  # (one for the crawl: nodes that lost actors stay avoided by later crews)
         self.crew = self._new_crew()
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer)
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)
@@ -96,7 +100,7 @@ class Coordinator:
 
     def _new_crew(self) -> Crew:
         setup = shard_setup(self.cfg, self.seeds, self.num_shards, self.num_partitions, self.out_dir, self.crawl_id)
-        crew = Crew(cast(Any, FrontierShardActor), cast(Any, DedupActor), setup, self._dedup_args())
+        crew = Crew(cast(Any, FrontierShardActor), cast(Any, DedupActor), setup, self._dedup_args(), self._placement)
         crew.add_scope_hosts(self.scope.seed_hosts())
         return crew
 
@@ -158,7 +162,7 @@ class Coordinator:
 
     def placement(self) -> dict[str, Any]:
         """Where the crawl's actors run: the coordinator's node, and each shard's and seen-set partition's."""
-        return {"coordinator": ray.get_runtime_context().get_node_id(), **self.crew.placement()}
+        return {"coordinator": ray.get_runtime_context().get_node_id(), **self.crew.where()}
 
     def control_host(self, action: str, host: str, *args: Any) -> bool:
         """pause_host / resume_host / set_delay on the shard that owns ``host`` (a netloc, e.g. example.com)."""
@@ -231,7 +235,7 @@ class Coordinator:
         """One round; True when the crawl is over. A shard that died rolls the crawl back to its checkpoint."""
         try:
             return self._round_once()
-        except (RayActorError, OutputLost):
+        except ROLLBACK_CAUSES:
             self._roll_back()
             return False
 
@@ -339,7 +343,7 @@ class Coordinator:
         crawl has rolled back to its last checkpoint, and goes on)."""
         try:
             self._checkpoint()
-        except (OutputLost, RayActorError):
+        except ROLLBACK_CAUSES:
             self._roll_back()
             return False
         return True
@@ -369,7 +373,7 @@ class Coordinator:
         try:
             try:
                 taken = checkpoints.take(self.store, epoch, self.crew, state)
-            except RayActorError:
+            except ACTOR_LOST:
                 self._rebuild_partitions(self.crew.dead_partitions())  # (a dead shard: the round meets it)
                 taken = checkpoints.take(self.store, epoch, self.crew, state)
         except (StoreUnavailable, OSError) as exc:
@@ -393,11 +397,14 @@ class Coordinator:
             ready, _ = ray.wait(tasks, num_returns=len(tasks), timeout=0.5)
             for task in ready:
                 self.loop.task_ended(task)
+        # The nodes of the actors that are gone (or do not answer: a node Ray has not yet noticed is lost) get none
+        # of the new ones.
+        self._placement.avoid(self.crew.lost_nodes())
         for attempt in range(ROLLBACK_ATTEMPTS):
             try:
                 self._recreate_and_restore(rollbacks)
                 break
-            except RayActorError:
+            except ACTOR_LOST:
                 # A new actor placed on a node that is dying (Ray notices a lost node only after missed
                 # heartbeats) dies too: let Ray catch up, then place them again. Each try starts from scratch.
                 if attempt == ROLLBACK_ATTEMPTS - 1:

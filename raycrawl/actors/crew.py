@@ -1,6 +1,7 @@
 """The crawl's actors -- frontier shards and seen-set partitions -- made, connected, saved, restored, rebuilt.
 
-Shards and partitions are spread over the nodes (a node lost takes fewer of them, and their rollback, with it).
+Shards and partitions are spread over the nodes (a node lost takes fewer of them, and their rollback, with it;
+actors/placement.py says how, and how a lost node is kept from getting them again).
 Every shard holds a handle to every other and to every partition: links go shard -> partition -> owner shard
 without the coordinator. A partition that dies is rebuilt alone and exactly: the checkpoint's part, then what
 every shard logged as new in it since (shards are its only writers); then the shards ask it again what they held.
@@ -8,14 +9,12 @@ every shard logged as new in it since (shards are its only writers); then the sh
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import ray
-from ray.exceptions import ActorUnschedulableError, RayActorError
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from raycrawl.actors.placement import ACTOR_LOST, ActorMaker, Placement
 from raycrawl.core.outlinks import seed_links
 from raycrawl.core.records import Known, Link, UrlEntry
 from raycrawl.core.shard_work import ShardSetup
@@ -24,46 +23,38 @@ from raycrawl.core.urls import host_key
 
 # The checkpoint's seen-set parts, one per partition, or None when there is no checkpoint yet.
 CheckpointParts = Callable[[], list[bytes] | None]
-
-
-def node_cycle() -> Iterator[Any]:
-    """Where the next actor goes: the alive nodes in turn. Ray's SPREAD, and a soft node affinity, are hints that
-    actors needing no CPU do not follow (measured on a three-node test cluster: four shards on one node, and five of
-    seven actors with a soft affinity placed elsewhere than asked); a hard affinity is followed. A node gone before
-    its actor is made fails it (ActorUnschedulableError): then Ray places them all (Crew)."""
-    nodes = sorted(n["NodeID"] for n in ray.nodes() if n.get("Alive"))
-    if len(nodes) < 2:
-        return itertools.repeat("SPREAD")
-    return (NodeAffinitySchedulingStrategy(node, soft=False) for node in itertools.cycle(nodes))
+LOST_CHECK_TIMEOUT = 5.0  # seconds an actor has to answer when the crew looks for the nodes it lost
 
 
 class Crew:
-    def __init__(self, shard_class: Any, dedup_class: Any, setup: ShardSetup, dedup: tuple[str, int, float]) -> None:
+    def __init__(
+        self,
+        shard_class: Any,
+        dedup_class: Any,
+        setup: ShardSetup,
+        dedup: tuple[str, int, float],
+        placement: Placement | None = None,
+    ) -> None:
         self.setup = setup
         self._shard_class, self._dedup_class = shard_class, dedup_class
         kind, capacity, error_rate = dedup
         self._dedup_args = (kind, max(1000, capacity // setup.partitions), error_rate)
-        self.shards: list[Any] = []
-        self.partitions: list[Any] = []
+        self.placement = placement or Placement()
         self.recoveries = 0
-        try:
-            self._start(node_cycle())
-        except ActorUnschedulableError:  # a node listed a moment ago is gone: let Ray place them
-            self.kill()
-            self._start(itertools.repeat("SPREAD"))
+        makers = [self._shard_maker(i) for i in range(setup.shards)] + [self._partition] * setup.partitions
+        actors, nodes = self.placement.place(makers)
+        self.shards: list[Any] = actors[: setup.shards]
+        self.partitions: list[Any] = actors[setup.shards :]
+        self.nodes: list[str] = nodes  # the node of each shard, then of each partition
+        ray.get([s.connect.remote(self.shards, self.partitions) for s in self.shards])
         # The handles fetch tasks take (shards for results, partitions for payload claims): put once, since
         # pickling actor handles for every task costs; again when a partition is rebuilt.
         self.handles = ray.put((self.shards, self.partitions))
 
-    def _start(self, places: Iterator[Any]) -> None:
-        shard_class, setup = self._shard_class, self.setup
-        self.shards = [
-            shard_class.options(scheduling_strategy=next(places)).remote(i, setup) for i in range(setup.shards)
-        ]
-        self.partitions = [self._partition(next(places)) for _ in range(setup.partitions)]
-        ray.get([s.connect.remote(self.shards, self.partitions) for s in self.shards])
+    def _shard_maker(self, shard_id: int) -> ActorMaker:
+        return lambda place: self._shard_class.options(scheduling_strategy=place).remote(shard_id, self.setup)
 
-    def _partition(self, place: Any = "SPREAD") -> Any:
+    def _partition(self, place: Any) -> Any:
         return self._dedup_class.options(scheduling_strategy=place).remote(*self._dedup_args)
 
     def offer_seeds(self, seeds: list[str], tracking_params: tuple[str, ...]) -> None:
@@ -100,11 +91,14 @@ class Crew:
         if not dead:
             return
         self.recoveries += len(dead)
+        offset = len(self.shards)
+        self.placement.avoid(self.nodes[offset + p] for p in dead)  # (a hard affinity never outlives its node)
         blobs = checkpoint()
         logs = ray.get([s.seen_log.remote(p) for p in dead for s in self.shards])
+        fresh, nodes = self.placement.place([self._partition] * len(dead))
         calls = []
         for k, p in enumerate(dead):
-            self.partitions[p] = self._partition()
+            self.partitions[p], self.nodes[offset + p] = fresh[k], nodes[k]
             if blobs is not None:
                 calls.append(self.partitions[p].restore.remote(blobs[p]))
             logged = b"".join(logs[k * len(self.shards) : (k + 1) * len(self.shards)])
@@ -121,9 +115,15 @@ class Crew:
         for i, ref in enumerate(refs):
             try:
                 ray.get(ref)
-            except RayActorError:
+            except ACTOR_LOST:
                 dead.append(i)
         return dead
+
+    def lost_nodes(self) -> list[str]:
+        """The nodes of the actors that are gone, or that do not answer within LOST_CHECK_TIMEOUT (a node Ray has
+        not yet noticed is lost): a crew made after a loss avoids them."""
+        answers = Placement(LOST_CHECK_TIMEOUT).answers([*self.shards, *self.partitions])
+        return sorted({node for node, answer in zip(self.nodes, answers, strict=True) if answer is None})
 
     # --- checkpoints ---------------------------------------------------------------------------------
 
@@ -139,9 +139,10 @@ class Crew:
     def checkpointed(self) -> None:
         ray.get([s.checkpointed.remote() for s in self.shards])
 
-    def placement(self) -> dict[str, list[str]]:
-        """The node of each shard and each partition (Ray node ids), in their order."""
-        nodes = ray.get([a.node.remote() for a in [*self.shards, *self.partitions]])
+    def where(self, addresses: bool = False) -> dict[str, list[str]]:
+        """The node of each shard and each partition, in their order, as placed: Ray node ids, or (``addresses``)
+        the nodes' IP addresses."""
+        nodes = self.placement.addresses(self.nodes) if addresses else self.nodes
         return {"shards": nodes[: len(self.shards)], "partitions": nodes[len(self.shards) :]}
 
     def kill(self) -> None:

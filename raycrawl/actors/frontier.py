@@ -15,9 +15,9 @@ import zlib
 from typing import Any
 
 import ray
-from ray.exceptions import RayActorError
 
 from raycrawl.actors.dedup import pack_fingerprints
+from raycrawl.actors.placement import ACTOR_LOST
 from raycrawl.adapters.output import PagesBuffer
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.core.crawl_loop import ShardSummary
@@ -74,7 +74,7 @@ class FrontierShardActor:
         for p, ref in zip(asked, refs, strict=True):
             try:
                 answer = ray.get(ref)
-            except RayActorError:  # the coordinator rebuilds the partition; the share waits until then
+            except ACTOR_LOST:  # the coordinator rebuilds the partition; the share waits until then
                 self._work.router.hold(p, shares[p])
                 continue
             for owner, entries in self._work.answered(p, shares[p], answer).items():

@@ -96,6 +96,7 @@ def summary(view: CrawlView) -> dict[str, Any]:
                 "failures": loop.stats.events.get("checkpoint_failures", 0),
             },
             "shards": n,
+            "placement": view.crew.where(addresses=True),  # (the nodes of the shards and partitions now)
             "rounds": loop.rounds,  # the coordinator's (each is one call to every shard)
             "frontier": frontier,
             "dedup": dedup_stats,

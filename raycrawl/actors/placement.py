@@ -1,0 +1,94 @@
+"""Where the crawl's stateful actors (frontier shards, seen-set partitions) go: the alive nodes in turn, each with a
+hard node affinity, and never a node this crawl has seen lose an actor.
+
+Why a hard affinity: Ray's SPREAD, and a soft node affinity, are hints that actors needing no CPU do not follow
+(measured on a three-node test cluster: four shards on one node, and five of seven actors with a soft affinity
+placed elsewhere than asked); a hard affinity is followed.
+
+Why it must not outlive its node: Ray notices a lost node only after missed health checks, and lists it as alive
+until then. An actor pinned to it meanwhile never starts; when Ray gives up it fails with
+``ActorUnschedulableError``, which is not a ``RayActorError``. So every actor placed is asked its node before it is
+used (``place``): one that does not answer in ``ANSWER_TIMEOUT`` marks its node as avoided, and the whole batch
+is placed again elsewhere. The nodes of actors that died are avoided too (``avoid``), for the rest of the crawl.
+When no node is left to ask for, Ray places the actors itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import ray
+from ray.exceptions import ActorUnschedulableError, RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+# What a call to an actor raises when the actor is gone or can never start: both mean "lost".
+ACTOR_LOST: tuple[type[Exception], ...] = (RayActorError, ActorUnschedulableError)
+ANSWER_TIMEOUT = 30.0  # seconds an actor placed may take to start (a new worker process) before its node is avoided
+PLACE_ATTEMPTS = 3
+
+# Makes one actor with the scheduling strategy it is given.
+ActorMaker = Callable[[Any], Any]
+
+
+class Placement:
+    def __init__(self, answer_timeout: float = ANSWER_TIMEOUT) -> None:
+        self.avoided: set[str] = set()  # node ids that lost an actor of this crawl, or never started one
+        self.answer_timeout = answer_timeout
+        self._addresses: dict[str, str] = {}  # node id -> its IP address, as last listed
+
+    def avoid(self, nodes: Iterable[str | None]) -> None:
+        self.avoided.update(n for n in nodes if n)
+
+    def candidates(self) -> list[str]:
+        """The alive nodes this crawl has not seen fail, in a stable order."""
+        alive = sorted(n["NodeID"] for n in self._list_nodes() if n.get("Alive"))
+        return [n for n in alive if n not in self.avoided]
+
+    def addresses(self, nodes: list[str]) -> list[str]:
+        """The IP address of each node id (what an operator recognises), "?" for one Ray no longer lists."""
+        if any(n not in self._addresses for n in nodes):
+            self._list_nodes()
+        return [self._addresses.get(n, "?") for n in nodes]
+
+    def _list_nodes(self) -> list[dict[str, Any]]:
+        nodes: list[dict[str, Any]] = ray.nodes()
+        self._addresses.update({n["NodeID"]: str(n.get("NodeManagerAddress", "?")) for n in nodes})
+        return nodes
+
+    def place(self, makers: list[ActorMaker]) -> tuple[list[Any], list[str]]:
+        """One actor per maker, on the candidate nodes in turn, each answering; (actors, their node ids)."""
+        if not makers:
+            return [], []
+        for _ in range(PLACE_ATTEMPTS):
+            nodes = self.candidates()
+            if not nodes:
+                break
+            if len(nodes) == 1 and not self.avoided:
+                break  # one node and nothing lost: nothing to choose (Ray's own placement is the same)
+            asked = list(itertools.islice(itertools.cycle(nodes), len(makers)))
+            actors = [
+                make(NodeAffinitySchedulingStrategy(node, soft=False)) for make, node in zip(makers, asked, strict=True)
+            ]
+            answers = self.answers(actors)
+            if all(answers):
+                return actors, [a for a in answers if a]
+            self.avoid(node for node, answer in zip(asked, answers, strict=True) if answer is None)
+            for actor in actors:
+                ray.kill(actor)
+        actors = [make("SPREAD") for make in makers]
+        return actors, [str(node) for node in ray.get([a.node.remote() for a in actors])]
+
+    def answers(self, actors: list[Any]) -> list[str | None]:
+        """Each actor's node id, or None for one that is lost or did not answer within the timeout."""
+        refs = [a.node.remote() for a in actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.answer_timeout)
+        done = set(ready)
+        found: list[str | None] = []
+        for ref in refs:
+            try:
+                found.append(str(ray.get(ref)) if ref in done else None)
+            except ACTOR_LOST:
+                found.append(None)
+        return found
