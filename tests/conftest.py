@@ -98,6 +98,7 @@ def ray_local() -> Iterator[None]:
     import ray
 
     ray.init(
+        address="local",  # a Ray of this module's own, never another one running on the machine
         num_cpus=2,
         include_dashboard=False,
         logging_level="WARNING",

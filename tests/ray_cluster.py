@@ -1,13 +1,22 @@
 """A real ``ray start --head`` on 127.0.0.1 with token auth (RAY_AUTH_MODE=token and a token of the test's own,
-given to the head, to every driver and to the job CLI), stopped by its own command, ``ray stop``."""
+given to the head, to every driver and to the job CLI), stopped by its own processes, never by ``ray stop``.
+
+Each head has a ``--temp-dir`` of its own (its session, its logs, and the note naming it the "current" cluster,
+which a bare ``ray.init()`` elsewhere on the machine would otherwise join) and ports of its own, the dashboard
+agent's included (a second Ray on the machine would otherwise take 52365 first: "No available agent to submit
+job"). Its processes are found from its temp dir, never from ``/tmp/ray/session_latest``, which names whichever
+Ray on the machine started last."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,11 +38,20 @@ class RayHead:
         self.address = ""
         self.session = ""
         self.dashboard_port = 0
+        # Short (Ray's Unix socket paths must stay under 108 bytes), and under /tmp: a node in a mount namespace
+        # of its own sees the machine's /tmp only through what it is given.
+        self.temp_dir = tempfile.mkdtemp(prefix="rc-", dir="/tmp")
 
     def start(self, dashboard: bool = False, cpus: int = 2) -> None:
         """``ray start --head`` on loopback; with the dashboard (which serves the job API) when asked."""
         port = free_port()
         command = ["ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={cpus}"]
+        command += [f"--temp-dir={self.temp_dir}"]
+        for option in (
+            "node-manager-port", "object-manager-port", "ray-client-server-port", "dashboard-agent-listen-port",
+            "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port",
+        ):  # fmt: skip
+            command += [f"--{option}={free_port()}"]
         if dashboard:
             self.dashboard_port = free_port()
             command += ["--include-dashboard=true", "--dashboard-host=127.0.0.1"]
@@ -43,24 +61,21 @@ class RayHead:
         command += ["--disable-usage-stats"]
         subprocess.run(command, env=self.env, check=True, capture_output=True, timeout=180)
         self.address = f"127.0.0.1:{port}"
-        self.session = os.path.basename(os.readlink("/tmp/ray/session_latest"))
+        self.session = os.path.realpath(os.path.join(self.temp_dir, "session_latest"))
 
     def kill(self) -> int:
-        """SIGKILL this cluster and only it: the processes naming its session directory, and their children
+        """SIGKILL this cluster and only it: the processes naming its temp dir (its session's), and their children
         (worker processes rename themselves ``ray::...``, but they are the raylet's descendants)."""
         # (a few of its processes name only its GCS address, e.g. Ray client's proxy)
-        return kill_tree(lambda pid, cmdline: self.session.encode() in cmdline or self.address.encode() in cmdline)
+        gcs = re.compile(re.escape(self.address.encode()) + rb"(?!\d)") if self.address else None
+        return kill_tree(lambda pid, cmdline: self.temp_dir.encode() in cmdline or bool(gcs and gcs.search(cmdline)))
 
     def stop(self) -> None:
-        """This cluster's processes (its session's), and no other Ray on the machine: ``ray stop`` would end all.
-        Then, as ``ray stop`` does, the note naming it as the machine's current cluster, which a later
-        ``ray.init()`` would otherwise try to join."""
+        """This cluster's processes, and no other Ray on the machine (``ray stop`` would end them all); then its
+        temp dir, the note naming it the current cluster with it."""
         if self.session:
             self.kill()
-        current = Path("/tmp/ray/ray_current_cluster")
-        with contextlib.suppress(OSError):
-            if self.address and self.address in current.read_text():
-                current.unlink()
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def kill_tree(is_root: Callable[[int, bytes], bool]) -> int:

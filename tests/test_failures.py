@@ -19,14 +19,23 @@ pytestmark = pytest.mark.usefixtures("ray_local")
 
 
 def pids_running(title: str) -> list[int]:
-    """Ray worker processes whose title (their rewritten command line) starts with ``title``."""
-    out = []
+    """Processes of this test's own Ray (started by this process: its descendants) whose title (their rewritten
+    command line) starts with ``title``. Never another Ray's on the machine: a test must not kill what it did not
+    start."""
+    parents: dict[int, int] = {}
+    titles: dict[int, bytes] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                if (entry / "cmdline").read_bytes().startswith(title.encode()):
-                    out.append(int(entry.name))
-    return out
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                pid = int(entry.name)
+                parents[pid] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                titles[pid] = (entry / "cmdline").read_bytes()
+    ours, grew = {os.getpid()}, True
+    while grew:
+        children = {pid for pid, parent in parents.items() if parent in ours} - ours
+        grew = bool(children)
+        ours |= children
+    return sorted(pid for pid in ours if titles.get(pid, b"").startswith(title.encode()))
 
 
 def test_killing_fetch_workers_loses_nothing(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ import json, os, psutil
 from raycrawl.api import ensure_ray
 ensure_ray(None)
 import ray
+# (this process and what it started: its Ray's daemons and workers; never another Ray on the machine)
 ours = {os.getpid()} | {p.pid for p in psutil.Process().children(recursive=True)}
-ours |= {p.pid for p in psutil.process_iter(["name", "cmdline"]) if "ray::" in (p.info["name"] or "")}
 addresses = sorted({c.laddr.ip for c in psutil.net_connections("tcp") if c.status == "LISTEN" and c.pid in ours})
 switch = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
 ray.shutdown()
