@@ -41,7 +41,8 @@ def run(web: SyntheticWeb, shards: int, **settings: object) -> tuple[float, int,
                 summary = crawl.wait()
     finally:
         ray.shutdown()
-        del os.environ[next(iter(web.env()))]
+        for name in web.env():
+            os.environ.pop(name, None)
     pages = int(summary["outcomes"].get("fetched", 0))
     report = cpu.report(pages - marked_at, pages)
     rounds = f"\n  coordinator rounds: {summary.get('rounds')}"

@@ -16,11 +16,12 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from raycrawl import __version__, operate
+from raycrawl import operate
 from raycrawl.adapters.snapshots import redis_url_for_messages
 from raycrawl.config import FIELD_TYPES, PYTHON_ONLY, CrawlConfig, load_named_config
 from raycrawl.errors import RaycrawlError
 from raycrawl.progress import Progress
+from raycrawl.version import __version__
 
 HELP = {
     "seeds_file": "file with one seed URL per line (# comments allowed)",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from raycrawl.core.crawl_loop import LoopSettings
 from raycrawl.core.fetch_settings import DEFAULT_TRACKING_PARAMS as DEFAULT_TRACKING_PARAMS
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
@@ -81,8 +82,8 @@ class CrawlConfig:
     allow_network: tuple[str, ...] = _default(FetchSettings, "allow_network")
     resolve: tuple[str, ...] = ()
     ray_address: str | None = None
-    fetch_batch_size: int = 32
-    max_tasks_in_flight: int = 4
+    fetch_batch_size: int = _default(LoopSettings, "fetch_batch_size")
+    max_tasks_in_flight: int = _default(LoopSettings, "max_tasks_in_flight")
     fetch_task_cpus: float = 0.5
     timeout: float = _default(FetchSettings, "timeout")
     fetch_deadline: float = _default(FetchSettings, "fetch_deadline")
@@ -94,18 +95,18 @@ class CrawlConfig:
     max_repeated_segments: int = _default(TrapRules, "max_repeated_segments")
     max_outlinks: int = _default(FetchSettings, "max_outlinks")
     max_pages_per_host: int | None = _default(FrontierSettings, "max_pages_per_host")
-    leftovers: Leftovers = "keep"
+    leftovers: Leftovers = _default(LoopSettings, "leftovers")  # noqa: RUF009 (a str)
     max_attempts: int = _default(FrontierSettings, "max_attempts")
     max_queue_per_host: int = _default(FrontierSettings, "max_queue_per_host")
     max_queue_total: int = _default(FrontierSettings, "max_queue_total")
-    lease_horizon: float = 0.3
+    lease_horizon: float = _default(LoopSettings, "lease_horizon")
     robots_ttl: float = _default(FrontierSettings, "robots_ttl")
     sitemaps: bool = _default(FrontierSettings, "sitemaps")
     sitemap_xml: bool = _default(FrontierSettings, "sitemap_xml")
     max_sitemaps_per_host: int = _default(FrontierSettings, "max_sitemaps_per_host")
     priority: tuple[str, ...] = ()  # PATTERN=WEIGHT rules added to a URL's score (core/priority.py)
     warc: bool = True
-    checkpoint_interval: float = 30.0
+    checkpoint_interval: float = _default(LoopSettings, "checkpoint_interval")
     redis_url: str | None = None
     crawl_id: str | None = None
     resume: bool = False
@@ -114,7 +115,7 @@ class CrawlConfig:
     strict: bool = False
     fresh: bool = False
     quiet: bool = False
-    max_part_bytes: int = 1 << 30
+    max_part_bytes: int = _default(LoopSettings, "max_part_bytes")
     # Python only (as Ray Data's ``filesystem=``): a pyarrow.fs or fsspec filesystem that ``out`` is a path in.
     filesystem: Any = dataclasses.field(default=None, compare=False, repr=False)
     # Python only: score(url, depth) -> float, higher first, instead of -depth (shipped to the shards by Ray).

@@ -4,8 +4,17 @@ waits, paused hosts at the end, a fetch task that dies."""
 
 from __future__ import annotations
 
-from raycrawl.config import CrawlConfig
-from raycrawl.core.crawl_loop import MAX_GATHER, MAX_IDLE_WAIT, MIN_ROUND, CrawlLoop, ShardSummary, StagedBatch
+import dataclasses
+
+from raycrawl.core.crawl_loop import (
+    MAX_GATHER,
+    MAX_IDLE_WAIT,
+    MIN_ROUND,
+    CrawlLoop,
+    LoopSettings,
+    ShardSummary,
+    StagedBatch,
+)
 from raycrawl.core.stats import CrawlStats
 
 
@@ -19,7 +28,7 @@ class FakeClock:
 
 def make(shards: int = 2, **kw: object) -> tuple[CrawlLoop, FakeClock]:
     clock = FakeClock()
-    cfg = CrawlConfig(seeds=("http://a.test/",), **kw)  # type: ignore[arg-type]
+    cfg = LoopSettings(**({"delay": 1.0} | kw))  # type: ignore[arg-type]
     return CrawlLoop(cfg, shards, clock=clock), clock
 
 
@@ -166,5 +175,5 @@ def test_a_task_that_ended_frees_its_capacity_before_the_next_summaries() -> Non
     assert loop.lease_budget() == 0
     loop.task_ended("t")  # its results are all settled: its 10 leases are closed
     assert loop.lease_budget() == 10
-    loop.cfg = loop.cfg.replace(max_pages=25)
+    loop.cfg = dataclasses.replace(loop.cfg, max_pages=25)
     assert loop.lease_budget() == 5  # ... but a page budget counts every lease the summaries still show

@@ -154,7 +154,8 @@ def test_the_synthetic_web_answers_in_process_as_the_served_one(web: TestWeb, mo
     urls = [web.graph.url(0, 0), web.graph.url(0, 3), web.graph.url(0, 10**6), web.graph.url(0, 0) + "robots.txt"]
     served = fetch(FetchSettings(allow_network=("127.0.0.0/8",)), urls)
     before = len(web.requests())
-    monkeypatch.setenv(*next(iter(synthetic.env().items())))
+    for name, value in synthetic.env().items():
+        monkeypatch.setenv(name, value)
     answered = fetch(FetchSettings(), urls)  # (no network allowed at all: nothing could be sent)
     assert len(web.requests()) == before
 

@@ -1,4 +1,7 @@
-"""DESIGN.md's import rule: core/ is pure (no ray, no HTTP client, no redis); adapters/ never import ray."""
+"""The import rule of docs/architecture.md: core/ is pure (no ray, no HTTP client, no redis); adapters/ never
+import ray; and no import inside the package runs up a layer."""
+
+from __future__ import annotations
 
 import ast
 from pathlib import Path
@@ -7,6 +10,25 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "raycrawl"
 FORBIDDEN = {"core": {"ray", "aiohttp", "httpx", "redis"}, "adapters": {"ray"}}
+
+# The layers, lowest first; a module may import modules of its own layer or below. Modules at the package's top
+# level are the API, the CLI and their helpers, except the foundations every layer may read.
+LAYERS = ("core", "adapters", "foundation", "actors", "top")
+FOUNDATION = {"raycrawl.config", "raycrawl.errors", "raycrawl.ray_tuning", "raycrawl.version"}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if module in FOUNDATION:
+        return "foundation"
+    if len(parts) > 1 and parts[1] in ("core", "adapters", "actors"):
+        return parts[1]
+    return "top"  # api, cli, operate, results, the package root, testing/ ...
+
+
+def module_of(path: Path, package: Path) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def imported_roots(path: Path) -> set[str]:
@@ -19,9 +41,51 @@ def imported_roots(path: Path) -> set[str]:
     return roots
 
 
+def imported_modules(path: Path) -> set[str]:
+    """The raycrawl modules ``path`` imports, at its top or inside a function (``from raycrawl import x`` names
+    the package root, which imports the API)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "raycrawl")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "raycrawl":
+            found.add(str(node.module))
+    return found
+
+
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_layer_imports(layer: str) -> None:
     files = sorted((PACKAGE / layer).rglob("*.py"))
     assert files, f"no modules under {layer}/"
     offenders = {str(f.relative_to(PACKAGE)): sorted(imported_roots(f) & FORBIDDEN[layer]) for f in files}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def upward_imports(package: Path) -> list[str]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        module = module_of(path, package)
+        rank = LAYERS.index(layer_of(module))
+        for target in sorted(imported_modules(path)):
+            if LAYERS.index(layer_of(target)) > rank:
+                found.append(f"{module} ({layer_of(module)}) imports {target} ({layer_of(target)})")
+    return found
+
+
+def test_no_import_runs_up_a_layer() -> None:
+    assert len(list(PACKAGE.rglob("*.py"))) > 50
+    assert upward_imports(PACKAGE) == []
+
+
+def test_the_rule_sees_an_upward_import(tmp_path: Path) -> None:
+    """The check can fail: a core module importing the config, and an actor importing the package root."""
+    core = tmp_path / "raycrawl" / "core"
+    core.mkdir(parents=True)
+    (core / "bad.py").write_text("from raycrawl.config import CrawlConfig\n")
+    actors = tmp_path / "raycrawl" / "actors"
+    actors.mkdir()
+    (actors / "bad.py").write_text("def f():\n    from raycrawl import __version__\n")
+    assert upward_imports(tmp_path / "raycrawl") == [
+        "raycrawl.actors.bad (actors) imports raycrawl (top)",
+        "raycrawl.core.bad (core) imports raycrawl.config (foundation)",
+    ]

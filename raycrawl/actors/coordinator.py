@@ -36,7 +36,7 @@ from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.output_cut import OutputLost, OutputParts, OutputUnwritable
 from raycrawl.actors.placement import ACTOR_LOST, Placement
-from raycrawl.actors.settings import crawl_id_of, fetch_settings, shard_setup
+from raycrawl.actors.settings import crawl_id_of, fetch_settings, loop_settings, shard_setup
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 from raycrawl.config import CrawlConfig, saved_settings
@@ -84,7 +84,7 @@ class Coordinator:
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer)
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)
         self.metrics = CrawlMetrics(self.crawl_id)
-        self.loop = CrawlLoop(cfg, self.num_shards)
+        self.loop = CrawlLoop(loop_settings(cfg), self.num_shards)
         self._incoming_seeds: list[str] = []  # seeds added while running, taken by the next round
         self._finished = False
         self._epoch = 1  # the id of the next checkpoint; WARC files carry it
@@ -416,7 +416,7 @@ class Coordinator:
         self.crew.kill()
         started, seeds = self.stats.started_at, self.stats.seeds
         self.crew = self._new_crew()
-        self.loop = CrawlLoop(self.cfg, self.num_shards)
+        self.loop = CrawlLoop(loop_settings(self.cfg), self.num_shards)
         self._finished_batches = [[] for _ in range(self.num_shards)]
         loaded = checkpoints.load(self.store)
         # This interval's buffered output is dropped and its stored parts deleted: its URLs are fetched again.

@@ -8,9 +8,9 @@ from pathlib import PurePosixPath
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from raycrawl import __version__
 from raycrawl.adapters.storage import is_uri
 from raycrawl.config import CrawlConfig
+from raycrawl.core.crawl_loop import LoopSettings
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
@@ -19,6 +19,7 @@ from raycrawl.core.robots import product_token
 from raycrawl.core.settle import RecordRules
 from raycrawl.core.shard_work import ShardSetup
 from raycrawl.core.traps import TrapRules
+from raycrawl.version import __version__
 
 
 def crawl_id_of(cfg: CrawlConfig, out_dir: str) -> str:
@@ -40,6 +41,10 @@ def section(cls: type[S], cfg: CrawlConfig, **derived: Any) -> S:
     setting of its name takes it; ``derived`` gives the rest that differ from the section's own defaults."""
     given = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cls) if f.name in CONFIG_FIELDS}  # type: ignore[arg-type]
     return cls(**(given | derived))
+
+
+def loop_settings(cfg: CrawlConfig) -> LoopSettings:
+    return section(LoopSettings, cfg)
 
 
 def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:

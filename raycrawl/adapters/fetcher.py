@@ -23,6 +23,7 @@ import asyncio
 import atexit
 import functools
 import hashlib
+import importlib
 import os
 import queue
 import socket
@@ -30,8 +31,9 @@ import ssl
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 from urllib.parse import urljoin
 
 import aiohttp
@@ -61,6 +63,25 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
 MAX_CONTENT_TYPE = 200  # characters of a Content-Type kept in a record (a real one is far shorter)
 MAX_VALIDATOR = 200  # ... and of an ETag or Last-Modified (sent back as they were in a recrawl)
+
+# A seam for benchmarks (benchmarks/machinery.py): "module:factory" of a responder that answers requests in process
+# instead of the network (raycrawl.testing.synthetic's). Imported by name, so the fetcher depends on no test code;
+# never set in a crawl. (Not RAYCRAWL_*: those are configuration, and an unknown one is refused.)
+RESPONDER_ENV = "_RAYCRAWL_RESPONDER"
+
+
+class Responder(Protocol):
+    def answer(self, url: str) -> Any: ...
+
+
+def responder_from_env(environ: Mapping[str, str] = os.environ) -> Responder | None:
+    """The in-process responder the environment names, or None (every real crawl)."""
+    named = environ.get(RESPONDER_ENV)
+    if not named:
+        return None
+    module, _, factory = named.partition(":")
+    made: Responder | None = getattr(importlib.import_module(module), factory)()
+    return made
 
 
 class RedirectFailed(ValueError):
@@ -141,9 +162,7 @@ class Fetcher:
         self._held: list[tuple[_Exchange, Claim]] = []  # pages whose WARC waits for the payload registry
         self._hold = False
         self._running: set[asyncio.Task[_Exchange]] = set()
-        from raycrawl.testing.synthetic import SyntheticWeb  # (benchmarks only: see there)
-
-        self._synthetic = SyntheticWeb.from_env()
+        self._synthetic = responder_from_env()
         self._send = self._request if self._synthetic is None else self._answer_synthetic
         # Made on the loop that uses it (aiohttp binds a session to its loop), before any task needs it.
         self._session = asyncio.run_coroutine_threadsafe(self._new_session(), self._loop).result(timeout=60)
@@ -234,9 +253,9 @@ class Fetcher:
             yield results
 
     def _finished(self, lease: Lease, item: _Exchange | BaseException) -> FetchResult:
-        """The URL's result, whatever happened: the fault boundary of one URL (DESIGN invariant 7). An exception
-        anywhere -- in the exchange, decoding, parsing, hashing, WARC writing -- becomes this URL's own ``error``
-        result; it never reaches the task, the other URLs of the batch, or the shard."""
+        """The URL's result, whatever happened: the fault boundary of one URL (docs/architecture.md, invariant 7).
+        An exception anywhere -- in the exchange, decoding, parsing, hashing, WARC writing -- becomes this URL's own
+        ``error`` result; it never reaches the task, the other URLs of the batch, or the shard."""
         if isinstance(item, BaseException):  # (the exchange itself raised past its own handlers)
             failed = FetchResult(lease=lease, error=describe_exception(item), fault=type(item).__name__)
             failed.responded_at = failed.ended_at = time.time()

@@ -25,8 +25,8 @@ import math
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Literal
 
-from raycrawl.config import CrawlConfig
 from raycrawl.core.batching import split_quota
 from raycrawl.core.link_routing import quiet
 from raycrawl.core.stats import CrawlStats
@@ -57,6 +57,21 @@ class ShardSummary:
     best_waiting: float | None = None  # with priorities: the best key of a host due but not leased (lower: better)
 
 
+@dataclass(frozen=True, slots=True)
+class LoopSettings:
+    """What the loop's decisions depend on (the crawl's settings of these names: config.py takes these defaults)."""
+
+    delay: float  # the crawl's configured delay (DelayPolicy owns its default): it paces a round when nothing else does
+    max_tasks_in_flight: int = 4
+    fetch_batch_size: int = 32
+    lease_horizon: float = 0.3  # seconds ahead a lease may reach: a host due that soon is leased now
+    checkpoint_interval: float = 30.0
+    max_part_bytes: int = 1 << 30  # a cut is forced when this much output waits in buffers
+    max_pages: int | None = None
+    time_limit: float | None = None
+    leftovers: Literal["keep", "record"] = "keep"
+
+
 @dataclass(slots=True)
 class StagedBatch:
     shard: int
@@ -75,7 +90,7 @@ class RoundPlan:
 
 
 class CrawlLoop:
-    def __init__(self, cfg: CrawlConfig, shards: int, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, cfg: LoopSettings, shards: int, clock: Callable[[], float] = time.time) -> None:
         self.cfg = cfg
         self.shards = shards
         self._clock = clock

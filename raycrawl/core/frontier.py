@@ -582,7 +582,7 @@ class FrontierShard:
 
     def snapshot(self) -> dict[str, Any]:
         """Everything this shard knows, as plain data. Leased URLs are saved as queued: after a restore nobody
-        holds their lease, so they must be fetched again (DESIGN invariant 4)."""
+        holds their lease, so they must be fetched again (docs/architecture.md, invariant 4)."""
         leased: dict[str, list[UrlEntry]] = {}
         for lease, hs in self._leases.values():
             if lease.kind != "robots":

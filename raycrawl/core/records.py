@@ -137,7 +137,7 @@ class UrlEntry:
 @compact_pickle
 @dataclass(slots=True)
 class Lease:
-    """A URL handed to a fetch task. It stays owned by its shard until acked (DESIGN invariant 4).
+    """A URL handed to a fetch task. It stays owned by its shard until acked (docs/architecture.md, invariant 4).
 
     It carries its ``UrlEntry`` rather than copies of its fields: a shard makes one lease per URL, and every
     field is paid for on each of them. A robots.txt lease carries an entry of its own (depth 0).

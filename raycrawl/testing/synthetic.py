@@ -19,6 +19,8 @@ from raycrawl.testing.graph import WebGraph, WebSpec
 
 # Not RAYCRAWL_*: those are configuration, and an unknown one is refused.
 ENV_VAR = "_RAYCRAWL_SYNTHETIC_WEB"
+# What the fetcher imports by name when it is set (adapters/fetcher.py, RESPONDER_ENV): this module's from_env.
+RESPONDER_ENV = "_RAYCRAWL_RESPONDER"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +43,8 @@ class SyntheticWeb:
 
     def env(self) -> dict[str, str]:
         """The environment variable that makes fetchers answer from this web."""
-        return {ENV_VAR: json.dumps({"spec": dataclasses.asdict(self.graph.spec), "port": self.graph.port})}
+        spec = json.dumps({"spec": dataclasses.asdict(self.graph.spec), "port": self.graph.port})
+        return {ENV_VAR: spec, RESPONDER_ENV: f"{__name__}:from_env"}
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> SyntheticWeb | None:
@@ -66,6 +69,11 @@ class SyntheticWeb:
         if page is None or not 0 <= page < self.graph.spec.pages_per_host:
             return _text(404, b"not found")
         return _text(200, self.graph.html(host, page), b"text/html; charset=utf-8")
+
+
+def from_env() -> SyntheticWeb | None:
+    """The fetcher's responder factory (named in RESPONDER_ENV)."""
+    return SyntheticWeb.from_env()
 
 
 def _page_number(path: str) -> int | None:
