@@ -24,7 +24,12 @@ from typing import Any
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TASK_TITLES = ("ray::fetch_batch", "ray::warm_up", "ray::store_warc_parts", "ray::IDLE", "ray::read_")
 NOT_ACTORS = ("driver", "fetch workers", "ray daemons")
-ACTOR_NAMES = {"CoordinatorActor": "coordinator", "FrontierShardActor": "shard", "DedupActor": "dedup"}
+ACTOR_NAMES = {
+    "Coordinator": "coordinator",
+    "CoordinatorActor": "coordinator",
+    "FrontierShardActor": "shard",
+    "DedupActor": "dedup",
+}
 
 
 @dataclass

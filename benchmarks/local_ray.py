@@ -8,7 +8,7 @@ from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 def start_local_ray(cpus: int = 2) -> None:
     import ray
 
-    from raycrawl.api import loopback_only
+    from raycrawl.ray_runtime import loopback_only
 
     with loopback_only():  # keep Ray itself on loopback too (the address alone is not enough: see loopback_only)
         ray.init(

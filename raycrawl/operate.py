@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         rows = sorted(crawl.host_rows(), key=lambda h: (-h.get("requests", 0), -h.get("queued", 0)))[: args.top]
         _print(args, rows, lambda: _host_lines(rows))
     elif command in ("pause", "resume"):
-        crawl.pause() if command == "pause" else crawl.resume()
+        crawl.pause() if command == "pause" else crawl.unpause()
         _done(args, f"{'paused' if command == 'pause' else 'resumed'} crawl {args.crawl_id}")
     elif command == "stop":
         crawl.stop("stopped by raycrawl stop")

@@ -31,7 +31,7 @@ def test_pause_add_seeds_resume_and_analyse(tmp_path: Path) -> None:
         assert crawl.add_seeds([*seeds[1:], seeds[1]]) == len(seeds) - 1  # duplicates collapse
         with pytest.raises(ValueError, match="not http"):
             crawl.add_seeds(["ftp://u:secret@a.test/"])
-        crawl.resume()
+        crawl.unpause()
         summary = crawl.wait(timeout=300)
         hosts = crawl.hosts()
         dataset = crawl.results()

@@ -11,7 +11,7 @@ import sys
 # as a user's shell has it: every TCP port that process and the Ray processes it starts listen on.
 CODE = """
 import json, os, psutil
-from raycrawl.api import ensure_ray
+from raycrawl.ray_runtime import ensure_ray
 ensure_ray(None)
 import ray
 # (this process and what it started: its Ray's daemons and workers; never another Ray on the machine)

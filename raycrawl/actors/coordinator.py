@@ -42,6 +42,7 @@ from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 from raycrawl.config import CrawlConfig, saved_settings
 from raycrawl.core.crawl_loop import CrawlLoop, RoundPlan, ShardSummary
 from raycrawl.core.dead_letters import BUDGET_OUTCOMES, RETRIED_OUTCOMES
+from raycrawl.core.host_actions import HostAction
 from raycrawl.core.records import UrlEntry
 from raycrawl.core.recrawl import recrawl_links
 from raycrawl.core.scope import ScopePolicy
@@ -123,7 +124,8 @@ class Coordinator:
         with self._lock:
             self.loop.paused = reason
 
-    def resume(self) -> None:
+    def unpause(self) -> None:
+        """Undo pause(). (Not "resume": that is a crawl restarted from its checkpoint, ``--resume``.)"""
         with self._lock:
             self.loop.paused = None
 
@@ -164,12 +166,11 @@ class Coordinator:
         """Where the crawl's actors run: the coordinator's node, and each shard's and seen-set partition's."""
         return {"coordinator": ray.get_runtime_context().get_node_id(), **self.crew.where()}
 
-    def control_host(self, action: str, host: str, *args: Any) -> bool:
-        """pause_host / resume_host / set_delay on the shard that owns ``host`` (a netloc, e.g. example.com)."""
-        if action not in ("pause_host", "resume_host", "set_delay"):
-            raise ValueError(f"unknown host action {action!r}")
-        shard = self.crew.shards[shard_for(host, self.num_shards)]
-        return bool(ray.get(shard.control.remote(action, host, *args)))
+    def control_host(self, action: HostAction) -> bool:
+        """An operator's action on one host, done by the shard that owns it (a netloc, e.g. example.com); False:
+        the crawl has no such host."""
+        shard = self.crew.shards[shard_for(action.host, self.num_shards)]
+        return bool(ray.get(shard.control.remote(action)))
 
     def _offer_recrawl(self, source: str) -> None:
         """An earlier crawl's URLs, with what it learned of each, as seeds (its hosts join the scope). On a resume
@@ -478,45 +479,6 @@ class Coordinator:
             self._checkpoint_error = self._checkpoint_error or problem
 
 
-@ray.remote(num_cpus=0, max_concurrency=8, max_restarts=0)
-class CoordinatorActor:
-    """The coordinator made remote; threaded so status() and stop() answer while run() loops."""
-
-    def __init__(self, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str) -> None:
-        self._coordinator = Coordinator(cfg, seeds, out_dir)
-
-    def run(self) -> dict[str, Any]:
-        return self._coordinator.run()
-
-    def status(self) -> dict[str, Any]:
-        return self._coordinator.status()
-
-    def describe(self) -> tuple[CrawlConfig, str, str]:
-        return self._coordinator.describe()
-
-    def final(self) -> dict[str, Any] | None:
-        return self._coordinator.final()
-
-    def stop(self, reason: str = "stopped by request") -> None:
-        self._coordinator.stop(reason)
-
-    def hosts(self) -> list[dict[str, Any]]:
-        return self._coordinator.hosts()
-
-    def control_host(self, action: str, host: str, *args: Any) -> bool:
-        return self._coordinator.control_host(action, host, *args)
-
-    def pause(self, reason: str = "paused by operator") -> None:
-        self._coordinator.pause(reason)
-
-    def placement(self) -> dict[str, Any]:
-        return self._coordinator.placement()
-
-    def resume(self) -> None:
-        self._coordinator.resume()
-
-    def add_seeds(self, urls: Sequence[str]) -> None:
-        self._coordinator.add_seeds(urls)
-
-    def retry_errors(self, budget: bool = False) -> None:
-        self._coordinator.retry_errors(budget)
+# The coordinator made remote as it is (no forwarding class): threaded, so status() and stop() answer while run()
+# loops. Callers reach it through its client (actors/coordinator_client.py), never with .remote() of their own.
+CoordinatorActor = ray.remote(num_cpus=0, max_concurrency=8, max_restarts=0)(Coordinator)

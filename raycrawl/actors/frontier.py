@@ -21,6 +21,7 @@ from raycrawl.actors.placement import ACTOR_LOST
 from raycrawl.adapters.output import PagesBuffer
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.core.crawl_loop import ShardSummary
+from raycrawl.core.host_actions import HostAction
 from raycrawl.core.link_routing import PartitionShare
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry
 from raycrawl.core.shard_work import ShardOutput, ShardSetup, ShardWork
@@ -126,13 +127,9 @@ class FrontierShardActor:
 
     # --- the operator --------------------------------------------------------------------------------
 
-    def control(self, action: str, host: str, *args: Any) -> bool:
-        """pause_host(host, reason) / resume_host(host) / set_delay(host, seconds or None)."""
-        shard = self._work.frontier
-        method = {"pause_host": shard.pause_host, "resume_host": shard.resume_host}.get(action)
-        if method is not None:
-            return bool(method(host, *args))
-        return shard.set_delay(host, *args)
+    def control(self, action: HostAction) -> bool:
+        """An operator's action on one of this shard's hosts; False: the shard does not know the host."""
+        return action.apply(self._work.frontier)
 
     def hosts(self) -> list[dict[str, Any]]:
         return self._work.frontier.host_table()
