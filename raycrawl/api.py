@@ -131,6 +131,12 @@ class Crawl:
             raise RuntimeError("the crawl has not been started: call start() first")
         return self._client
 
+    @property
+    def coordinator(self) -> CoordinatorClient:
+        """The running crawl's coordinator, as its typed client: every command it takes, including those this
+        class has no shortcut for (a new command is reachable here as soon as the client has it)."""
+        return self._running()
+
     def status(self) -> dict[str, Any]:
         client = self._running()
         if self._summary is None and self.attached:
