@@ -66,3 +66,19 @@ def test_a_filesystem_object_takes_the_output_and_results_read_it_back(s3_server
     assert set(frame[frame.outcome == "fetched"].url) == reachable and frame.url.is_unique
     assert set(warc_page_responses(s3_uri)) == reachable
     assert summary["out_dir"].startswith("S3FileSystem:") and fs.get_file_info(f"{path}/stats.json").size > 0
+
+
+def test_a_command_reached_through_the_coordinators_client(tmp_path: Path) -> None:
+    """checkpoint_now, added to the coordinator and its client only, works from the Crawl handle at once."""
+    spec = WebSpec(hosts=2, pages_per_host=200, page_bytes=200, cross_host_links=0.0)
+    with TestWeb(spec) as web:
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.05, checkpoint_interval=3600.0)
+        crawl = Crawl(cfg).start()
+        wait_until(lambda: crawl.status().get("pages", 0) >= 20, 120, "20 pages")
+        assert crawl.status().get("checkpoints") == 0  # (an hour's interval: none yet)
+        crawl.coordinator.checkpoint_now()
+        wait_until(lambda: crawl.status().get("checkpoints", 0) >= 1, 60, "the checkpoint asked for")
+        pages = crawl.status()["pages"]
+        assert (tmp_path / "committed.json").exists() and pages < spec.hosts * spec.pages_per_host
+        crawl.stop()
+        crawl.wait(timeout=120)

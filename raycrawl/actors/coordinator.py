@@ -142,6 +142,11 @@ class Coordinator:
             self._retry_requested = RETRIED_OUTCOMES | (BUDGET_OUTCOMES if budget else frozenset())
             self.loop.checkpoint_now()
 
+    def checkpoint_now(self) -> None:
+        """A checkpoint as soon as the crawl is quiet, whatever the interval says (before maintenance, say)."""
+        with self._lock:
+            self.loop.checkpoint_now()
+
     def describe(self) -> tuple[CrawlConfig, str, str]:
         """(settings, output location, crawl id): what a client attaching by name needs."""
         return self.cfg, self.out_dir, self.crawl_id

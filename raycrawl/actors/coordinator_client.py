@@ -149,6 +149,9 @@ class CoordinatorClient:
     def retry_errors(self, budget: bool) -> None:
         self._call(self._actor.retry_errors.remote(budget))
 
+    def checkpoint_now(self) -> None:
+        self._call(self._actor.checkpoint_now.remote())
+
     def control_host(self, action: HostAction) -> bool:
         return bool(self._call(self._actor.control_host.remote(action)))
 
