@@ -43,14 +43,12 @@ def resume_config(cfg: CrawlConfig, named: Collection[str] | None = None) -> Cra
 
     store = store_of(cfg)
     try:
-        state = saved_state(store) or {}
+        state = saved_state(store)
     except StoreUnavailable as exc:
         raise ServiceError(str(exc)) from None
     except (CorruptCheckpoint, ValueError, KeyError, OSError) as exc:
         raise ConfigError(f"resume: the checkpoint in {store.describe()} cannot be read ({exc})") from None
-    # (checkpoints from before settings were saved hold only the seen-set's kind)
-    saved = state.get("config") or ({"dedup": state["dedup"]} if "dedup" in state else {})
-    return resumed_config(cfg, saved, named)
+    return resumed_config(cfg, state.saved_settings if state is not None else {}, named)
 
 
 def read_stats(out_dir: str, filesystem: Any = None) -> dict[str, Any] | None:

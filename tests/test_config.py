@@ -174,3 +174,12 @@ def test_each_setting_is_defined_once_in_the_section_that_takes_it() -> None:
     fetch = fetch_settings(cfg, "out", None)
     assert fetch.fetch_deadline == 9.0 and fetch.tracking_params == ("x",) and fetch.allow_network == ("127.0.0.0/8",)
     assert section(RecordRules, cfg).max_redirects == 4 and section(TrapRules, cfg).max_path_depth == 6
+
+
+def test_the_checkpoint_state_is_typed_and_reads_older_checkpoints() -> None:
+    from raycrawl.core.checkpoint_state import CheckpointState
+
+    state = CheckpointState(2, "bloom", 3, config={"dedup": "bloom"}, scope_hosts=["a.test"], parts=["pages/p"])
+    assert CheckpointState.from_dict(state.to_dict()) == state
+    old = CheckpointState.from_dict({"format": 1, "num_shards": 2, "dedup": "exact", "pages_offset": 0})
+    assert (old.dedup_partitions, old.parts, old.scope_hosts, old.saved_settings) == (1, [], [], {"dedup": "exact"})

@@ -12,33 +12,32 @@ import json
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Any
 
 import ray
 
 from raycrawl.actors.crew import Crew
 from raycrawl.adapters.snapshots import SnapshotStore
-
-FORMAT = 1
+from raycrawl.core.checkpoint_state import CheckpointState
 
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
     checkpoint_id: int
-    state: dict[str, Any]  # the coordinator's part
+    state: CheckpointState  # the coordinator's part
     shards: list[bytes]
     dedup: list[bytes]  # one part per seen-set partition
 
 
-def take(store: SnapshotStore, checkpoint_id: int, crew: Crew, state: dict[str, Any]) -> dict[str, float]:
+def take(store: SnapshotStore, checkpoint_id: int, crew: Crew, state: CheckpointState) -> dict[str, float]:
     """Snapshot every actor (one batched ray.get), then commit all parts at once. Returns timing and size."""
     started = time.monotonic()
     shards, partitions = crew.snapshot_refs()
     blobs: list[bytes] = ray.get(shards + partitions)
     parts = {f"shard-{i}": blob for i, blob in enumerate(blobs[: len(shards)])}
     parts.update({f"dedup-{i}": blob for i, blob in enumerate(blobs[len(shards) :])})
-    state = {**state, "dedup_partitions": len(partitions)}
-    parts["coordinator"] = zlib.compress(json.dumps({"format": FORMAT, **state}).encode(), 3)
+    if state.dedup_partitions != len(partitions) or state.num_shards != len(shards):
+        raise ValueError(f"checkpoint state for {state.num_shards} shards and {state.dedup_partitions} partitions")
+    parts["coordinator"] = zlib.compress(json.dumps(state.to_dict()).encode(), 3)
     written = store.commit(checkpoint_id, parts)
     return {"seconds": round(time.monotonic() - started, 4), "bytes": written}
 
@@ -48,18 +47,18 @@ def load(store: SnapshotStore) -> Loaded | None:
     if latest is None:
         return None
     checkpoint_id, parts = latest
-    state = json.loads(zlib.decompress(parts["coordinator"]))
-    shards = [parts[f"shard-{i}"] for i in range(state["num_shards"])]
-    partitions = state.get("dedup_partitions")  # (a checkpoint from before partitions has one part, "dedup")
-    dedup = [parts[f"dedup-{i}"] for i in range(partitions)] if partitions else [parts["dedup"]]
+    raw = json.loads(zlib.decompress(parts["coordinator"]))
+    state = CheckpointState.from_dict(raw)
+    shards = [parts[f"shard-{i}"] for i in range(state.num_shards)]
+    # (a checkpoint from before partitions has one part, "dedup")
+    dedup = [parts[f"dedup-{i}"] for i in range(state.dedup_partitions)] if "dedup" not in parts else [parts["dedup"]]
     return Loaded(checkpoint_id, state, shards, dedup)
 
 
-def saved_state(store: SnapshotStore) -> dict[str, Any] | None:
+def saved_state(store: SnapshotStore) -> CheckpointState | None:
     """The coordinator's part of the committed checkpoint alone (its settings, counts ...), without the shards
     and the seen-set: what a resume checks before it starts anything."""
     latest = store.latest(only=("coordinator",))
     if latest is None:
         return None
-    state: dict[str, Any] = json.loads(zlib.decompress(latest[1]["coordinator"]))
-    return state
+    return CheckpointState.from_dict(json.loads(zlib.decompress(latest[1]["coordinator"])))

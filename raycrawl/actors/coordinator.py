@@ -40,6 +40,7 @@ from raycrawl.actors.settings import crawl_id_of, fetch_settings, loop_settings,
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 from raycrawl.config import CrawlConfig, saved_settings
+from raycrawl.core.checkpoint_state import CheckpointState
 from raycrawl.core.crawl_loop import CrawlLoop, RoundPlan, ShardSummary
 from raycrawl.core.dead_letters import BUDGET_OUTCOMES, RETRIED_OUTCOMES
 from raycrawl.core.host_actions import HostAction
@@ -73,8 +74,8 @@ class Coordinator:
         cpus = int(ray.cluster_resources().get("CPU", 2))
         self._unwrapped_parts = 0  # WARC parts an older raycrawl gzipped twice, put right by this resume
         if self._resumed is not None:
-            _, self._unwrapped_parts = self.output.resume(self._resumed.state.get("parts", []))
-            self.num_shards = int(self._resumed.state["num_shards"])
+            _, self._unwrapped_parts = self.output.resume(self._resumed.state.parts)
+            self.num_shards = self._resumed.state.num_shards
             self.num_partitions = len(self._resumed.dedup)
         else:
             self.num_shards = cfg.shards or max(2, cpus)
@@ -367,15 +368,15 @@ class Coordinator:
             self.stats.events["checkpoint_failures"] += 1
             self._checkpoint_error = f"checkpoint {epoch} failed, will retry: output: {exc}"
             return
-        state = {
-            "num_shards": self.num_shards,
-            "dedup": self.cfg.dedup,
-            "config": saved_settings(self.cfg),  # a --resume runs with these (api.resume_config)
-            "scope_hosts": self.scope.seed_hosts(),
-            "parts": parts,  # the output as of this cut (actors/output_cut.py): a resume deletes other parts
-            "pushes": [],  # (links no longer wait in the coordinator; older checkpoints may have some)
-            "stats": self.stats.to_dict(time.time()),
-        }
+        state = CheckpointState(
+            num_shards=self.num_shards,
+            dedup=self.cfg.dedup,
+            dedup_partitions=self.num_partitions,
+            config=saved_settings(self.cfg),  # a --resume runs with these (api.resume_config)
+            scope_hosts=self.scope.seed_hosts(),
+            parts=parts,  # the output as of this cut (actors/output_cut.py): a resume deletes other parts
+            stats=self.stats.to_dict(time.time()),
+        )
         try:
             try:
                 taken = checkpoints.take(self.store, epoch, self.crew, state)
@@ -426,7 +427,7 @@ class Coordinator:
         self._finished_batches = [[] for _ in range(self.num_shards)]
         loaded = checkpoints.load(self.store)
         # This interval's buffered output is dropped and its stored parts deleted: its URLs are fetched again.
-        self.output.roll_back(loaded.state.get("parts", []) if loaded is not None else [])
+        self.output.roll_back(loaded.state.parts if loaded is not None else [])
         if loaded is not None:
             self._restore(loaded)
         else:  # no checkpoint yet: start over
@@ -438,11 +439,11 @@ class Coordinator:
     def _restore(self, loaded: checkpoints.Loaded) -> None:
         self.crew.restore(loaded.shards, loaded.dedup)
         state = loaded.state
-        self.loop.stats = CrawlStats.from_dict(state["stats"], time.time())
+        self.loop.stats = CrawlStats.from_dict(state.stats, time.time())
         # The scope is the crawl's, not this command's: a resume without seeds keeps following the seeds' hosts.
-        self.scope.add_hosts(state.get("scope_hosts", []))
+        self.scope.add_hosts(state.scope_hosts)
         self.crew.add_scope_hosts(self.scope.seed_hosts())
-        self.crew.requeue([UrlEntry.from_row(row) for row in state.get("pushes", [])])
+        self.crew.requeue([UrlEntry.from_row(row) for row in state.pushes])
         self._epoch = loaded.checkpoint_id + 1
         self.stats.events["resumed"] += 1
 
