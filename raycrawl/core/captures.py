@@ -23,6 +23,8 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from raycrawl.core.partitions import partition_of
+
 KEY_BYTES = 16
 
 
@@ -44,7 +46,7 @@ def payload_key(sha256_hex: str) -> bytes:
 
 
 def partition_of_key(key: bytes, partitions: int) -> int:
-    return int.from_bytes(key[:8], "big") % partitions
+    return partition_of(int.from_bytes(key[:8], "big"), partitions)
 
 
 def split_claims(claims: Sequence[Claim], partitions: int) -> dict[int, list[int]]:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from raycrawl.core.outlinks import Candidates
+from raycrawl.core.partitions import partition_of
 from raycrawl.core.records import Known, UrlEntry
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.urls import fingerprint, host_key
@@ -50,9 +51,10 @@ class LinkRouter:
         n = self.partitions
         for url, (depth, parent, chain, requested, kind) in candidates.items():
             fp = fingerprint(url)
-            share = out.get(fp % n)
+            p = partition_of(fp, n)
+            share = out.get(p)
             if share is None:
-                share = out[fp % n] = PartitionShare([], [])
+                share = out[p] = PartitionShare([], [])
             share.fingerprints.append(fp)
             share.entries.append(UrlEntry(url, depth, parent, 0, chain, requested, kind, learned(url)))
         return out

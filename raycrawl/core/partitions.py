@@ -1,8 +1,8 @@
 """The seen-set split into partitions by fingerprint (pure: no Ray).
 
 A URL's fingerprint is a 64-bit hash, so ``fingerprint % n`` spreads URLs evenly over ``n`` partitions; each
-partition is a dedup actor that sees only its share. A batch is split once, each partition answers for its part
-in one call, and the answers are put back in the batch's order.
+partition is a dedup actor that sees only its share: a shard asks each partition about its share of a batch in one
+call (core/link_routing.py).
 """
 
 from __future__ import annotations
@@ -12,28 +12,9 @@ from typing import Any
 
 
 def partition_of(fingerprint: int, partitions: int) -> int:
+    """The partition that owns a fingerprint (shards route links by it: core/link_routing.py; payload keys too:
+    core/captures.py)."""
     return fingerprint % partitions
-
-
-def split(fingerprints: Sequence[int], partitions: int) -> list[list[int]]:
-    """The batch's fingerprints per partition, each in the batch's order."""
-    parts: list[list[int]] = [[] for _ in range(partitions)]
-    for fp in fingerprints:
-        parts[fp % partitions].append(fp)
-    return parts
-
-
-def merge_answers(fingerprints: Sequence[int], answers: Sequence[bytes], partitions: int) -> bytes:
-    """One answer byte per fingerprint, in the batch's order, from each partition's answers for its part."""
-    cursors = [0] * partitions
-    out = bytearray(len(fingerprints))
-    for i, fp in enumerate(fingerprints):
-        p = fp % partitions
-        out[i] = answers[p][cursors[p]]
-        cursors[p] += 1
-    if any(c != len(a) for c, a in zip(cursors, answers, strict=True)):
-        raise ValueError("a partition answered for a different number of fingerprints than it was asked")
-    return bytes(out)
 
 
 # Figures that add up over partitions; the rest (rates, settings) are the same in each and kept as they are.
