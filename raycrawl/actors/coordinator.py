@@ -80,7 +80,8 @@ class Coordinator:
         else:
             self.num_shards = cfg.shards or max(2, cpus)
             self.num_partitions = cfg.dedup_partitions or max(1, cpus // CPUS_PER_PARTITION)
-        self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)  # (its seed hosts go in checkpoints)
+        # The crawl's scope, held here and grown only by _widen_scope; each new crew is given it whole.
+        self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self._placement = Placement()  # (one for the crawl: nodes that lost actors stay avoided by later crews)
         self.crew = self._new_crew()
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer)
@@ -105,6 +106,13 @@ class Coordinator:
         crew = Crew(cast(Any, FrontierShardActor), cast(Any, DedupActor), setup, self._dedup_args(), self._placement)
         crew.add_scope_hosts(self.scope.seed_hosts())
         return crew
+
+    def _widen_scope(self, urls: Sequence[str] = (), hosts: Sequence[str] = ()) -> None:
+        """The one way the crawl's scope grows (new seeds' hosts, or a checkpoint's): the coordinator's ScopePolicy
+        owns the list (checkpoints save it), and every shard is given all of it (each screens links itself)."""
+        self.scope.add_seeds(urls)
+        self.scope.add_hosts(hosts)
+        self.crew.add_scope_hosts(self.scope.seed_hosts())
 
     def _dedup_args(self) -> tuple[str, int, float]:
         return self.cfg.dedup, self.cfg.bloom_capacity, self.cfg.bloom_error_rate
@@ -182,8 +190,7 @@ class Coordinator:
         """An earlier crawl's URLs, with what it learned of each, as seeds (its hosts join the scope). On a resume
         they are in the checkpoint already."""
         links, known = recrawl_links(read_pages(source, self.cfg.filesystem))
-        self.scope.add_seeds(link[0] for link in links)
-        self.crew.add_scope_hosts(self.scope.seed_hosts())
+        self._widen_scope(urls=[link[0] for link in links])
         self.stats.seeds += len(links)
         self.crew.offer_links(links, known)
 
@@ -251,8 +258,7 @@ class Coordinator:
         with self._lock:
             seeds, self._incoming_seeds = self._incoming_seeds, []
         if seeds:
-            self.scope.add_seeds(seeds)
-            self.crew.add_scope_hosts(self.scope.seed_hosts())
+            self._widen_scope(urls=seeds)
             self.stats.seeds += len(seeds)
             self.crew.offer_seeds(seeds, self.cfg.tracking_params)
         with self._lock:
@@ -441,8 +447,7 @@ class Coordinator:
         state = loaded.state
         self.loop.stats = CrawlStats.from_dict(state.stats, time.time())
         # The scope is the crawl's, not this command's: a resume without seeds keeps following the seeds' hosts.
-        self.scope.add_hosts(state.scope_hosts)
-        self.crew.add_scope_hosts(self.scope.seed_hosts())
+        self._widen_scope(hosts=state.scope_hosts)
         self.crew.requeue([UrlEntry.from_row(row) for row in state.pushes])
         self._epoch = loaded.checkpoint_id + 1
         self.stats.events["resumed"] += 1
