@@ -119,15 +119,15 @@ def test_quiet_only_when_no_task_runs_nothing_is_held_and_no_link_travels() -> N
     loop.launched("task", [StagedBatch(0, 1, 2, clock.now)])
     clock.now += 10
     answer(loop, summary(leased=2), summary())
-    assert loop.checkpoint_due and not loop.quiet()  # a task is still settling its results
+    assert loop.checkpoint_due and not loop.at_rest()  # a task is still settling its results
     loop.task_ended("task")
     # Its last results were settled by shard 0, whose links went to shard 1: sent, not received yet.
     answer(loop, summary(sent=[3, 1], received=[3, 0]), summary(sent=[0, 0], received=[0, 0]))
-    assert not loop.quiet()
+    assert not loop.at_rest()
     answer(loop, summary(sent=[3, 1], received=[3, 0], held=4), summary(received=[1, 0]))
-    assert not loop.quiet()  # shard 0 holds links for a partition that is being rebuilt
+    assert not loop.at_rest()  # shard 0 holds links for a partition that is being rebuilt
     answer(loop, summary(sent=[3, 1], received=[3, 0]), summary(received=[1, 0]))
-    assert loop.quiet()
+    assert loop.at_rest()
     loop.checkpointed()
     assert not loop.checkpoint_due and not loop.plan().quiescing
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from raycrawl.core.frontier import FrontierSettings
-from raycrawl.core.link_routing import PartitionShare, quiet
+from raycrawl.core.link_routing import PartitionShare, all_delivered
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import FetchResult, Lease, UrlEntry, WarcSpan
 from raycrawl.core.seen import ExactSeenSet
@@ -167,6 +167,6 @@ def test_a_dead_partition_is_rebuilt_exactly_from_every_shards_log() -> None:
     assert b.router.held == 0
 
 
-def test_quiet_compares_what_each_shard_sent_with_what_the_other_received() -> None:
-    assert quiet([[1, 2], [0, 5]], [[1, 0], [2, 5]])
-    assert not quiet([[1, 2], [0, 5]], [[1, 0], [1, 5]])  # one batch from shard 0 to shard 1 is on its way
+def test_all_delivered_compares_what_each_shard_sent_with_what_the_other_received() -> None:
+    assert all_delivered([[1, 2], [0, 5]], [[1, 0], [2, 5]])
+    assert not all_delivered([[1, 2], [0, 5]], [[1, 0], [1, 5]])  # one batch from shard 0 to shard 1 is on its way

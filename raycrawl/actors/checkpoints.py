@@ -1,6 +1,6 @@
 """Taking and loading a checkpoint: one consistent cut of the shards, the seen-set and the coordinator.
 
-The coordinator calls ``take`` only when the crawl is quiet (no fetch task running, every result settled and
+The coordinator calls ``take`` only when the crawl is at rest (no fetch task running, every result settled and
 recorded, no link held by a shard or on its way between shards), so the cut has no URL that is seen but not
 queued: every URL the seen-set has seen is queued or leased in a shard (leased ones are saved as queued)
 (docs/architecture.md, invariants 3 and 6).

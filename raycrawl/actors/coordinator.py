@@ -9,8 +9,8 @@ One round (the decisions are ``core/crawl_loop.CrawlLoop``'s; this class makes t
      ``max_tasks_in_flight``;
   3. ``ray.wait`` until a task ends or the next round is due.
 Fetch tasks settle their results with the shards that leased them; shards send new links through the seen-set
-partitions to the shards that own them. The crawl ends exactly when it is quiet (no task, no link on its way)
-and nothing is queued or leased anywhere. A checkpoint is taken when it is quiet, too (actors/checkpoints.py).
+partitions to the shards that own them. The crawl ends exactly when it is at rest (no task, no link on its way)
+and nothing is queued or leased anywhere. A checkpoint is taken when it is at rest, too (actors/checkpoints.py).
 
 How it survives: a seen-set partition that dies is rebuilt alone and exactly (actors/crew.py); a shard that
 dies, or a node lost with buffered output, rolls the whole crawl back to its last checkpoint; a fetch task that
@@ -152,7 +152,7 @@ class Coordinator:
             self.loop.checkpoint_now()
 
     def checkpoint_now(self) -> None:
-        """A checkpoint as soon as the crawl is quiet, whatever the interval says (before maintenance, say)."""
+        """A checkpoint as soon as the crawl is at rest, whatever the interval says (before maintenance, say)."""
         with self._lock:
             self.loop.checkpoint_now()
 
@@ -267,7 +267,7 @@ class Coordinator:
         dead = self.loop.dead_partitions()
         if dead:
             self._rebuild_partitions(dead)
-        if self.loop.quiet() and (self.loop.checkpoint_due or self.loop.user_stop is not None):
+        if self.loop.at_rest() and (self.loop.checkpoint_due or self.loop.user_stop is not None):
             self._checkpoint()  # nothing running, nothing on its way: a consistent cut
             if self.loop.user_stop is not None:
                 return True

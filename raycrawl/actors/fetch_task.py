@@ -6,7 +6,7 @@ beyond each lease's not_before.
 that dies is reported by Ray, and the coordinator has its shards take back the leases it did not settle.
 
 The task ends only when every result it sent is settled: a task that ended has nothing on its way to a shard
-(the coordinator's test that the crawl is quiet relies on it).
+(the coordinator's test that the crawl is at rest relies on it).
 
 Before results go to their shards, the pages' payloads are claimed with the seen-set partitions (one call per
 partition for all the pages sent together): a payload stored before under another URL is written as a revisit of

@@ -14,8 +14,8 @@ What this class decides:
 - which staged lease batches to launch as fetch tasks, and when: a task carries many shards' batches, and is
   launched when full or when its first URL is due;
 - what a fetch task that died leaves behind: its batches, whose leases go back to their shards;
-- when the crawl is quiet -- no task running or staged, no link held or travelling between shards -- so that a
-  checkpoint is a consistent cut, and when it is over: quiet, and nothing queued or leased anywhere;
+- when the crawl is at rest -- no task running or staged, no link held or travelling between shards -- so that a
+  checkpoint is a consistent cut, and when it is over: at rest, and nothing queued or leased anywhere;
 - when the next round must start at the latest.
 """
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from raycrawl.core.batching import split_quota
-from raycrawl.core.link_routing import quiet
+from raycrawl.core.link_routing import all_delivered
 from raycrawl.core.stats import CrawlStats
 
 LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
@@ -258,18 +258,18 @@ class CrawlLoop:
     def dead_partitions(self) -> list[int]:
         return sorted({p for s in self.latest for p in s.dead_partitions})
 
-    def quiet(self) -> bool:
+    def at_rest(self) -> bool:
         """No fetch task running, no link held or on its way: what the shards and the seen-set hold is a
         consistent cut (leased URLs are saved as queued). Read from this round's summaries of every shard."""
         latest = self.latest
         if self.tasks or len(latest) < self.shards or any(s.held for s in latest):
             return False
-        return quiet([s.sent for s in latest], [s.received for s in latest])
+        return all_delivered([s.sent for s in latest], [s.received for s in latest])
 
     def over(self) -> bool:
-        """The crawl is over: quiet, nothing leased or staged, nothing queued but on paused hosts -- and those
+        """The crawl is over: at rest, nothing leased or staged, nothing queued but on paused hosts -- and those
         are ended first (one more round drains them, saying why each host was paused)."""
-        if self.staged or not self.quiet() or self.leased:
+        if self.staged or not self.at_rest() or self.leased:
             return False
         active = self.queued - sum(s.queued_paused for s in self.latest)
         if active:
@@ -280,7 +280,7 @@ class CrawlLoop:
         return True
 
     def checkpoint_now(self) -> None:
-        """A checkpoint at the next quiet moment, whatever the interval says (launching stops until then)."""
+        """A checkpoint as soon as the crawl is at rest, whatever the interval says (launching stops until then)."""
         if not self.checkpoint_due:
             self.checkpoint_due = True
             self._quiesce_started = self._clock()

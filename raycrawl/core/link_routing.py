@@ -8,7 +8,7 @@ shard's log; the links that met the dead partition wait here (``held``) and are 
 
 New URLs go to their host's owner in one batch per owner. Each shard counts the batches it sent to and received
 from every other: with no fetch task running and nothing held, the counts agree exactly when no batch is on
-its way -- the coordinator's test that the crawl is quiet (termination, the checkpoint cut).
+its way -- the coordinator's test that the crawl is at rest (termination, the checkpoint cut).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class LinkRouter:
         self.received[sender] += 1
 
 
-def quiet(sent: Sequence[Sequence[int]], received: Sequence[Sequence[int]]) -> bool:
+def all_delivered(sent: Sequence[Sequence[int]], received: Sequence[Sequence[int]]) -> bool:
     """No batch of URLs on its way between shards: what each shard sent to each other is what that one received
     from it. Exact when read while nothing can send (no fetch task running, no link held, no seed being added)."""
     return all(sent[a][b] == received[b][a] for a in range(len(sent)) for b in range(len(sent[a])))
