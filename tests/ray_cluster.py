@@ -78,24 +78,34 @@ class RayHead:
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
-def kill_tree(is_root: Callable[[int, bytes], bool]) -> int:
-    """SIGKILL the processes ``is_root(pid, cmdline)`` picks and all their descendants; wait until they are gone.
-    Returns how many there were."""
-    parents: dict[int, int] = {}
-    tree: set[int] = set()
+def process_table() -> dict[int, tuple[int, bytes]]:
+    """Every process on the machine now: pid -> (its parent's pid, its command line)."""
+    table: dict[int, tuple[int, bytes]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError, ValueError, IndexError):
-            pid = int(entry.name)
-            parents[pid] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            if is_root(pid, (entry / "cmdline").read_bytes()):
-                tree.add(pid)
-    grew = True
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            table[int(entry.name)] = (parent, (entry / "cmdline").read_bytes())
+    return table
+
+
+def descendants(roots: set[int], table: dict[int, tuple[int, bytes]] | None = None) -> set[int]:
+    """``roots`` and every process below them (a test's own Ray: the processes its driver started)."""
+    table = process_table() if table is None else table
+    tree, grew = set(roots), True
     while grew:
-        children = {pid for pid, parent in parents.items() if parent in tree} - tree
+        children = {pid for pid, (parent, _) in table.items() if parent in tree} - tree
         grew = bool(children)
         tree |= children
+    return tree
+
+
+def kill_tree(is_root: Callable[[int, bytes], bool]) -> int:
+    """SIGKILL the processes ``is_root(pid, cmdline)`` picks and all their descendants; wait until they are gone.
+    Returns how many there were."""
+    table = process_table()
+    tree = descendants({pid for pid, (_, cmdline) in table.items() if is_root(pid, cmdline)}, table)
     tree.discard(os.getpid())
     for pid in tree:
         with contextlib.suppress(OSError):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_each_url_once, local_config, page_requests, run, wait_until, warc_page_responses
+from ray_cluster import descendants, process_table
 
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
@@ -22,20 +23,10 @@ def pids_running(title: str) -> list[int]:
     """Processes of this test's own Ray (started by this process: its descendants) whose title (their rewritten
     command line) starts with ``title``. Never another Ray's on the machine: a test must not kill what it did not
     start."""
-    parents: dict[int, int] = {}
-    titles: dict[int, bytes] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                pid = int(entry.name)
-                parents[pid] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                titles[pid] = (entry / "cmdline").read_bytes()
-    ours, grew = {os.getpid()}, True
-    while grew:
-        children = {pid for pid, parent in parents.items() if parent in ours} - ours
-        grew = bool(children)
-        ours |= children
-    return sorted(pid for pid in ours if titles.get(pid, b"").startswith(title.encode()))
+    table = process_table()
+    return sorted(
+        pid for pid in descendants({os.getpid()}, table) if table.get(pid, (0, b""))[1].startswith(title.encode())
+    )
 
 
 def test_killing_fetch_workers_loses_nothing(tmp_path: Path) -> None:

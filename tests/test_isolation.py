@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import wait_until
-from ray_cluster import RayHead
+from ray_cluster import RayHead, descendants
 
 # A neighbour: a process with a Ray of its own, as `raycrawl crawl` starts one; it runs a task when told to.
 NEIGHBOUR = """
@@ -33,22 +33,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _descendants(pid: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    tree, grew = {pid}, True
-    while grew:
-        children = {p for p, parent in parents.items() if parent in tree} - tree
-        grew = bool(children)
-        tree |= children
-    return tree - {pid}
-
-
 def test_a_ray_started_beside_a_test_cluster_survives_its_cleanup() -> None:
     head = RayHead()
     neighbour: subprocess.Popen[str] | None = None
@@ -64,7 +48,9 @@ def test_a_ray_started_beside_a_test_cluster_survives_its_cleanup() -> None:
             env=env,
         )
         assert neighbour.stdout is not None and neighbour.stdout.readline().strip() == "ready"
-        theirs = _descendants(neighbour.pid)  # its GCS, raylet, workers: started after the test cluster
+        theirs = descendants({neighbour.pid}) - {
+            neighbour.pid
+        }  # its GCS, raylet, workers: started after the test cluster
         assert len(theirs) >= 2
         assert head.kill() >= 2  # the test cluster's cleanup: it had processes of its own to end
         wait_until(lambda: not any(f"{head.temp_dir}".encode() in _cmdline(p) for p in _all_pids()), 30, "head gone")
