@@ -146,7 +146,9 @@ def test_503_forever_ends_as_errors_with_growing_gaps(tmp_path: Path) -> None:
     }
     times = [r["t"] for r in pages]
     gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert all(b >= a - 0.02 for a, b in itertools.pairwise(gaps)), gaps  # backoff never shrinks
+    # Backoff never shrinks: each gap is at least the one before (once both reach max_backoff, at least the cap:
+    # a gap can only come late on a loaded machine, never early).
+    assert all(b >= min(a, 2.0) - 0.02 for a, b in itertools.pairwise(gaps)), gaps
     assert gaps[-1] > 4 * gaps[0]
     assert summary["outcomes"]["fetched"] == 10  # the healthy host was crawled in full
 
