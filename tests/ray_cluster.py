@@ -110,11 +110,11 @@ def kill_tree(is_root: Callable[[int, bytes], bool]) -> int:
     for pid in tree:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not any(_running(pid) for pid in tree), 30, "killed processes")
+    wait_until(lambda: not any(running(pid) for pid in tree), 30, "killed processes")
     return len(tree)
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
     """Alive, and not a zombie (a killed child of ours stays one until we wait for it)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import wait_until
-from ray_cluster import RayHead, descendants
+from ray_cluster import RayHead, descendants, process_table, running
 
 # A neighbour: a process with a Ray of its own, as `raycrawl crawl` starts one; it runs a task when told to.
 NEIGHBOUR = """
@@ -24,13 +24,6 @@ def answer():
 
 print("answer", ray.get(answer.remote(), timeout=120), flush=True)
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def test_a_ray_started_beside_a_test_cluster_survives_its_cleanup() -> None:
@@ -53,8 +46,9 @@ def test_a_ray_started_beside_a_test_cluster_survives_its_cleanup() -> None:
         }  # its GCS, raylet, workers: started after the test cluster
         assert len(theirs) >= 2
         assert head.kill() >= 2  # the test cluster's cleanup: it had processes of its own to end
-        wait_until(lambda: not any(f"{head.temp_dir}".encode() in _cmdline(p) for p in _all_pids()), 30, "head gone")
-        assert all(_alive(pid) for pid in theirs), "the test cluster's cleanup ended a Ray it did not start"
+        mark = head.temp_dir.encode()
+        wait_until(lambda: not any(mark in cmd for _, cmd in process_table().values()), 30, "the test cluster gone")
+        assert all(running(pid) for pid in theirs), "the test cluster's cleanup ended a Ray it did not start"
         out, err = neighbour.communicate("go\n", timeout=180)
         assert neighbour.returncode == 0, err[-2000:]
         assert "answer 42" in out  # and it still works
@@ -79,14 +73,3 @@ def test_a_test_cluster_is_not_the_machines_current_cluster() -> None:
     finally:
         head.stop()
     assert not Path(head.temp_dir).exists()
-
-
-def _all_pids() -> list[int]:
-    return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""

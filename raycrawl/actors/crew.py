@@ -14,7 +14,7 @@ from typing import Any
 
 import ray
 
-from raycrawl.actors.placement import ACTOR_LOST, ActorMaker, Placement
+from raycrawl.actors.placement import ACTOR_LOST, ActorMaker, Placement, answering_nodes
 from raycrawl.core.outlinks import seed_links
 from raycrawl.core.records import Known, Link, UrlEntry
 from raycrawl.core.shard_work import ShardSetup
@@ -122,7 +122,7 @@ class Crew:
     def lost_nodes(self) -> list[str]:
         """The nodes of the actors that are gone, or that do not answer within LOST_CHECK_TIMEOUT (a node Ray has
         not yet noticed is lost): a crew made after a loss avoids them."""
-        answers = Placement(LOST_CHECK_TIMEOUT).answers([*self.shards, *self.partitions])
+        answers = answering_nodes([*self.shards, *self.partitions], LOST_CHECK_TIMEOUT)
         return sorted({node for node, answer in zip(self.nodes, answers, strict=True) if answer is None})
 
     # --- checkpoints ---------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ class Placement:
             actors = [
                 make(NodeAffinitySchedulingStrategy(node, soft=False)) for make, node in zip(makers, asked, strict=True)
             ]
-            answers = self.answers(actors)
+            answers = answering_nodes(actors, self.answer_timeout)
             if all(answers):
                 return actors, [a for a in answers if a]
             self.avoid(node for node, answer in zip(asked, answers, strict=True) if answer is None)
@@ -80,15 +80,16 @@ class Placement:
         actors = [make("SPREAD") for make in makers]
         return actors, [str(node) for node in ray.get([a.node.remote() for a in actors])]
 
-    def answers(self, actors: list[Any]) -> list[str | None]:
-        """Each actor's node id, or None for one that is lost or did not answer within the timeout."""
-        refs = [a.node.remote() for a in actors]
-        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.answer_timeout)
-        done = set(ready)
-        found: list[str | None] = []
-        for ref in refs:
-            try:
-                found.append(str(ray.get(ref)) if ref in done else None)
-            except ACTOR_LOST:
-                found.append(None)
-        return found
+
+def answering_nodes(actors: list[Any], timeout: float) -> list[str | None]:
+    """Each actor's node id, or None for one that is lost or did not answer within ``timeout`` seconds."""
+    refs = [a.node.remote() for a in actors]
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    done = set(ready)
+    found: list[str | None] = []
+    for ref in refs:
+        try:
+            found.append(str(ray.get(ref)) if ref in done else None)
+        except ACTOR_LOST:
+            found.append(None)
+    return found

@@ -15,12 +15,11 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from raycrawl.adapters.fetcher import RESPONDER_ENV  # (the fetcher imports this module's from_env by that name)
 from raycrawl.testing.graph import WebGraph, WebSpec
 
 # Not RAYCRAWL_*: those are configuration, and an unknown one is refused.
 ENV_VAR = "_RAYCRAWL_SYNTHETIC_WEB"
-# What the fetcher imports by name when it is set (adapters/fetcher.py, RESPONDER_ENV): this module's from_env.
-RESPONDER_ENV = "_RAYCRAWL_RESPONDER"
 
 
 @dataclasses.dataclass(frozen=True)
