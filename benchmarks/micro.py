@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import random
+import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
 
 from benchmarks.local_ray import start_local_ray
+from raycrawl.adapters.lmdb_queue import LmdbQueueStore
 from raycrawl.core.frontier import FrontierSettings, FrontierShard
 from raycrawl.core.links import extract_links
 from raycrawl.core.politeness import DelayPolicy
@@ -33,14 +35,26 @@ def best_rate(work: Callable[[], int], runs: int = 3) -> float:
     return max(rates)
 
 
-def frontier_rates(n: int = 200_000, hosts: int = 500) -> tuple[float, float]:
+def frontier_rates(n: int = 200_000, hosts: int = 500, stored: bool = False) -> tuple[float, float]:
     """URLs per second through one shard: (push + lease, push + lease + ack).
 
     The full cycle of a URL through a shard is push, lease, ack; the issue's target names push + lease, so
     both are timed (the acks are made outside either clock; the URLs before it, as the coordinator makes them).
+    ``stored``: the shard keeps a workbench per host in memory and the rest in LMDB, in a temporary directory.
     """
+    with tempfile.TemporaryDirectory(prefix="raycrawl-micro-") as directory:
+        store = LmdbQueueStore(directory) if stored else None
+        try:
+            return _frontier_rates(n, hosts, store)
+        finally:
+            if store is not None:
+                store.close()
+
+
+def _frontier_rates(n: int, hosts: int, store: LmdbQueueStore | None) -> tuple[float, float]:
     now = [1000.0]
-    shard = FrontierShard(0, FrontierSettings(policy=DelayPolicy(delay=0.0, delay_factor=0.0)), clock=lambda: now[0])
+    settings = FrontierSettings(policy=DelayPolicy(delay=0.0, delay_factor=0.0))
+    shard = FrontierShard(0, settings, clock=lambda: now[0], store=store)
     entries = [UrlEntry(f"http://h{i % hosts}.test/p/{i}", 1) for i in range(n)]
     for h in range(hosts):  # robots.txt answered for every host first, as in a running crawl
         shard.push([entries[h]])
@@ -125,10 +139,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ray", action="store_true", help="also measure the dedup actor through Ray")
     args = parser.parse_args()
-    frontier = [frontier_rates() for _ in range(5)]
+    frontier, stored = [], []
+    for _ in range(5):  # (alternating: both see the same machine)
+        frontier.append(frontier_rates())
+        stored.append(frontier_rates(stored=True))
     rows = [
         ("FrontierShard push+lease", max(r[0] for r in frontier), "URLs/s", ">= 200,000"),
         ("FrontierShard push+lease+ack", max(r[1] for r in frontier), "URLs/s", ""),
+        ("... with an LMDB store: p+l", max(r[0] for r in stored), "URLs/s", ">= 80% of in memory"),
+        ("... with an LMDB store: p+l+a", max(r[1] for r in stored), "URLs/s", ""),
         ("exact seen-set checks", best_rate(lambda: seen_checks(ExactSeenSet)), "/s", ">= 500,000"),
         ("bloom seen-set checks", best_rate(lambda: seen_checks(lambda: BloomSeenSet(2_000_000, 0.001))), "/s", ""),
         ("canonicalize", best_rate(canonicalisation), "URLs/s", ""),

@@ -15,16 +15,26 @@ the process dies and the store is opened again.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import lmdb
 
-from raycrawl.core.queue_store import QueueItem, QueueStoreFull, host_prefix, queue_key
+from raycrawl.core.queue_store import (
+    FIRST_APPEND,
+    QueueItem,
+    QueueStoreFull,
+    host_prefix,
+    order_of_key,
+    queue_key,
+)
 
 DEFAULT_MAP_BYTES = 1 << 40  # address space reserved, not disk taken: the file grows as rows come
 _COUNT = struct.Struct(">Q")
-_SEQUENCE_KEY = b"\x00sequence"  # (in the counts table; no host starts with NUL): the last push's sequence
+# (in the counts table; no host starts with NUL): the last push's sequence, the last put-back's
+_APPENDED_KEY = b"\x00appended"
+_PUT_BACK_KEY = b"\x00put_back"
 
 
 class LmdbQueueStore:
@@ -36,54 +46,101 @@ class LmdbQueueStore:
         self._counts = self._env.open_db(b"counts")
         with self._env.begin() as txn:
             counts = dict(txn.cursor(db=self._counts).iternext())
-        self._sequence = int(_COUNT.unpack(counts.pop(_SEQUENCE_KEY))[0]) if _SEQUENCE_KEY in counts else 0
+        appended, put_back = counts.pop(_APPENDED_KEY, None), counts.pop(_PUT_BACK_KEY, None)
+        self._appended = int(_COUNT.unpack(appended)[0]) if appended else FIRST_APPEND - 1
+        self._put_back = int(_COUNT.unpack(put_back)[0]) if put_back else FIRST_APPEND
         self._hosts: dict[str, int] = {key.decode(): int(_COUNT.unpack(value)[0]) for key, value in counts.items()}
         self._total = sum(self._hosts.values())
 
     def push(self, items: Sequence[QueueItem]) -> None:
+        self._store(items, self._appended + 1, 1)
+        self._appended += len(items)
+
+    def put_back(self, items: Sequence[QueueItem]) -> None:
+        self._store(items, self._put_back - 1, -1)
+        self._put_back -= len(items)
+
+    def _store(self, items: Sequence[QueueItem], first: int, step: int) -> None:
+        if not items:
+            return
         added: dict[str, int] = {}
         try:
             with self._env.begin(write=True) as txn:
-                for sequence, (host, order, row) in enumerate(items, self._sequence + 1):
+                sequence = first
+                for host, order, row in items:
                     txn.put(queue_key(host, order, sequence), row, db=self._rows)
                     added[host] = added.get(host, 0) + 1
+                    sequence += step
                 for host, n in added.items():
                     txn.put(host.encode(), _COUNT.pack(self._hosts.get(host, 0) + n), db=self._counts)
-                txn.put(_SEQUENCE_KEY, _COUNT.pack(self._sequence + len(items)), db=self._counts)
+                key = _APPENDED_KEY if step > 0 else _PUT_BACK_KEY
+                txn.put(key, _COUNT.pack(sequence - step), db=self._counts)
         except lmdb.MapFullError:
             raise QueueStoreFull(
                 f"the queue store in {self._env.path()} is full ({len(items)} URLs not stored)"
             ) from None
         except lmdb.DiskError as exc:  # (ENOSPC while the file grows)
             raise QueueStoreFull(f"the disk under {self._env.path()} is full: {exc}") from None
-        self._sequence += len(items)
         for host, n in added.items():
             self._hosts[host] = self._hosts.get(host, 0) + n
         self._total += len(items)
 
-    def take(self, host: str, n: int) -> list[bytes]:
-        if n <= 0 or not self._hosts.get(host):
-            return []
-        prefix = host_prefix(host)
-        rows: list[bytes] = []
+    def take(self, host: str, n: int) -> tuple[list[bytes], float | None]:
+        return self.take_each({host: n})[host]
+
+    def take_each(self, wanted: dict[str, int]) -> dict[str, tuple[list[bytes], float | None]]:
+        out: dict[str, tuple[list[bytes], float | None]] = {}
         with self._env.begin(write=True) as txn:
             cursor = txn.cursor(db=self._rows)
-            if cursor.set_range(prefix):
-                while len(rows) < n and cursor.key().startswith(prefix):
-                    rows.append(cursor.value())
-                    if not cursor.delete():  # (deleting moves the cursor to the next row; False: none left)
-                        break
+            for host, n in wanted.items():
+                out[host] = self._take(txn, cursor, host, n)
+        for host, (rows, _) in out.items():
+            left = self._hosts.get(host, 0) - len(rows)
+            if left:
+                self._hosts[host] = left
+            else:
+                self._hosts.pop(host, None)
+            self._total -= len(rows)
+        return out
+
+    # (txn and cursor untyped: lmdb's stubs give keys and values as bytes | memoryview; without buffers=True they
+    # are bytes)
+    def _take(self, txn: Any, cursor: Any, host: str, n: int) -> tuple[list[bytes], float | None]:
+        prefix = host_prefix(host)
+        rows: list[bytes] = []
+        after: float | None = None
+        if not self._hosts.get(host) or not cursor.set_range(prefix):
+            return rows, None
+        while cursor.key().startswith(prefix):
+            if len(rows) >= n:
+                after = order_of_key(cursor.key())
+                break
+            rows.append(cursor.value())
+            if not cursor.delete():  # (deleting moves the cursor to the next row; False: none left)
+                break
+        if rows:
             left = self._hosts[host] - len(rows)
             if left:
                 txn.put(host.encode(), _COUNT.pack(left), db=self._counts)
             else:
                 txn.delete(host.encode(), db=self._counts)
-        if left:
-            self._hosts[host] = left
-        else:
-            del self._hosts[host]
-        self._total -= len(rows)
-        return rows
+        return rows, after
+
+    def best(self, host: str) -> float | None:
+        if not self._hosts.get(host):
+            return None
+        prefix = host_prefix(host)
+        with self._env.begin() as txn:
+            cursor = txn.cursor(db=self._rows)
+            if cursor.set_range(prefix) and cursor.key().startswith(prefix):
+                return order_of_key(cursor.key())
+        return None
+
+    def items(self) -> Iterator[QueueItem]:
+        with self._env.begin(buffers=False) as txn:
+            for key, row in txn.cursor(db=self._rows):
+                host = key[: key.index(b"\x00")].decode()
+                yield host, order_of_key(key), row
 
     def count(self, host: str) -> int:
         return self._hosts.get(host, 0)

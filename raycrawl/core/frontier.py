@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import random
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -30,11 +31,13 @@ from typing import Any, Literal
 from raycrawl.core.hosts import HostState
 from raycrawl.core.politeness import DelayPolicy, backoff, first_slot_offset
 from raycrawl.core.priority import by_depth
+from raycrawl.core.queue_store import QueueStore
 from raycrawl.core.records import Ack, Lease, Link, Outcome, Terminal, UrlEntry
 from raycrawl.core.robots import RobotsRules, rules_from_fetch
 from raycrawl.core.sitemap_hints import SitemapHint, score_bonus, unchanged_since_capture
 from raycrawl.core.sitemaps import sitemap_links
 from raycrawl.core.urls import host_key, origin
+from raycrawl.core.workbench import Workbench, decode
 
 SITEMAP_WAIT = 2.0  # seconds a host's pages wait for the sitemaps its robots.txt names to be queued
 ScoreFn = Callable[[UrlEntry], float]
@@ -56,7 +59,8 @@ class FrontierSettings:
     ua_token: str = "raycrawl"
     max_attempts: int = 3
     max_queue_per_host: int = 100_000
-    max_queue_total: int = 2_000_000
+    max_queue_total: int = 2_000_000  # (in memory only: with a queue store, the store's disk is the bound)
+    workbench: int = 32  # with a queue store: URLs per host kept in memory, the rest stored (core/workbench.py)
     max_pages_per_host: int | None = None  # URLs admitted per host over the whole crawl
     hold_over_budget: bool = True  # past max_pages_per_host: hold URLs for a resume with a larger budget (else end)
     lease_ttl: float = 120.0
@@ -85,6 +89,7 @@ class FrontierShard:
         settings: FrontierSettings,
         score: ScoreFn = by_depth,
         clock: Clock = time.time,
+        store: QueueStore | None = None,
     ) -> None:
         self.shard_id = shard_id
         self.settings = settings
@@ -93,6 +98,9 @@ class FrontierShard:
         # leasing, measured with benchmarks/micro.py's frontier rate).
         self._rank_hosts = score is not by_depth
         self._clock = clock
+        # With a store, a host's queue in memory is its workbench (core/workbench.py); without, it holds everything.
+        self._bench = Workbench(store, settings.workbench) if store is not None else None
+        self._bench_size = settings.workbench if store is not None else sys.maxsize
         self._rng = random.Random(settings.seed * 7919 + shard_id)
         self._hosts: dict[str, HostState] = {}
         # The ready-heap: (due, token, host). Tokens are unique over the shard (``_schedule``), so two entries
@@ -122,7 +130,12 @@ class FrontierShard:
 
     @property
     def queued_paused(self) -> int:
-        return sum(len(self._hosts[key].queue) for key in self._paused)
+        return sum(self._hosts[key].queued for key in self._paused)
+
+    @property
+    def store_full(self) -> str | None:
+        """Why the queue store refused URLs (they wait in memory), or None."""
+        return self._bench.full if self._bench is not None else None
 
     @property
     def leased(self) -> int:
@@ -157,6 +170,7 @@ class FrontierShard:
     def push(self, entries: Iterable[UrlEntry]) -> None:
         s = self.settings
         hosts, score = self._hosts, self._score
+        bench, bench_size = self._bench, self._bench_size
         touched: dict[str, HostState] = {}
         for entry in entries:
             hs = hosts.get(host_key(entry.url)) or self._host(entry.url)
@@ -186,10 +200,10 @@ class FrontierShard:
                 self.counters["rejected_host_budget"] += 1
                 self._end(entry, "out_of_budget", HOST_BUDGET)
                 continue
-            if hs.queue.size >= s.max_queue_per_host:
+            if hs.queue.size + hs.stored >= s.max_queue_per_host:
                 self.counters["shed_host_queue"] += 1
                 key = score(entry)
-                if key >= hs.queue.worst:
+                if hs.stored or key >= hs.queue.worst:  # (a stored queue's worst is on disk: the newcomer goes)
                     self._end(entry, "out_of_budget", "per-host queue full")
                     continue
                 # The lowest-scored URL makes room (a full queue sheds from its end, not the newcomer).
@@ -197,17 +211,20 @@ class FrontierShard:
                 hs.queue.push(key, entry)
                 touched[hs.key] = hs
                 continue
-            if self._queued >= s.max_queue_total:
+            if self._queued >= s.max_queue_total and bench is None:
                 self.counters["shed_frontier_full"] += 1
                 self._end(entry, "out_of_budget", "frontier full")
                 continue
-            hs.queue.push(score(entry), entry)  # (what _enqueue does, inline: this loop runs for every URL)
+            # (what _enqueue does, inline: this loop runs for every URL)
+            if hs.queue.size < bench_size and not hs.stored:
+                hs.queue.push(score(entry), entry)
+            else:
+                bench.add(hs, score(entry), entry)  # type: ignore[union-attr]  # (a bound below maxsize: a store)
             self._queued += 1
             if entry.kind == "page":  # (a sitemap is not a page: the page budget does not count it)
                 hs.admitted += 1
             touched[hs.key] = hs
-        for hs in touched.values():
-            self._schedule(hs)
+        self._schedule_all(touched)
 
     def retry(self, entries: Iterable[UrlEntry]) -> None:
         """URLs that ended (dead letters) queued again with fresh attempts; a host that an error closed (robots.txt
@@ -260,8 +277,37 @@ class FrontierShard:
         return hs
 
     def _enqueue(self, hs: HostState, entry: UrlEntry) -> None:
-        hs.queue.push(self._score(entry), entry)
+        if self._bench is None:
+            hs.queue.push(self._score(entry), entry)
+        else:
+            self._bench.add(hs, self._score(entry), entry)
         self._queued += 1
+
+    def _refill(self, hosts: list[HostState]) -> None:
+        """Workbenches below half topped up from the store, one block each, in one call; URLs robots.txt forbids
+        (rules that came after they were stored) end here."""
+        bench = self._bench
+        assert bench is not None
+        low = [hs for hs in hosts if hs.stored and hs.queue.size < bench.low]
+        if not low:
+            return
+        refilled = bench.refill(low)
+        for hs in low:
+            robots = hs.robots
+            for entry in refilled[hs.key]:
+                if robots is not None and robots.verdict == "parsed" and not robots.allows(entry.request_url):
+                    self._queued -= 1
+                    self.counters["robots_denied"] += 1
+                    self._end(entry, "robots_denied", "disallowed by robots.txt")
+                else:
+                    hs.queue.push(self._score(entry), entry)
+
+    def _schedule_all(self, touched: dict[str, HostState]) -> None:
+        if self._bench is not None:
+            self._bench.flush()
+            self._refill(list(touched.values()))
+        for hs in touched.values():
+            self._schedule(hs)
 
     def _end(self, entry: UrlEntry, outcome: Outcome, detail: str) -> None:
         self._terminals.append(Terminal(entry, outcome, detail))
@@ -270,6 +316,8 @@ class FrontierShard:
 
     def _schedule(self, hs: HostState) -> None:
         """(Re)insert the host in the ready-heap if it could take a lease; older heap entries become stale."""
+        if hs.stored and hs.queue.size < self._bench_size // 2:  # (after a lease: most were refilled in a batch)
+            self._refill([hs])
         self._tokens += 1
         hs.heap_token = self._tokens
         if (
@@ -408,8 +456,7 @@ class FrontierShard:
                 hs.errors += 1
             else:
                 hs.fetched += 1
-        for hs in touched.values():
-            self._schedule(hs)
+        self._schedule_all(touched)
         return reply
 
     def _requeue(self, hs: HostState, entry: UrlEntry) -> None:
@@ -470,6 +517,8 @@ class FrontierShard:
 
     def _end_queue(self, hs: HostState, outcome: Outcome, detail: str) -> None:
         entries = hs.queue.clear()
+        if hs.stored:
+            entries += self._bench.take(hs, hs.stored)  # type: ignore[union-attr]  # (stored: a store)
         for entry in entries:
             self._end(entry, outcome, detail)
         self._queued -= len(entries)
@@ -495,8 +544,7 @@ class FrontierShard:
             else:
                 hs.errors += 1
                 self._end(lease.entry, "error", reason)
-        for hs in touched.values():
-            self._schedule(hs)
+        self._schedule_all(touched)
 
     def expire(self, now: float | None = None) -> None:
         now = self._clock() if now is None else now
@@ -529,6 +577,7 @@ class FrontierShard:
             key
             for key, hs in self._hosts.items()
             if not hs.queue
+            and not hs.stored
             and hs.in_flight == 0
             and not hs.robots_leased
             and hs.paused is None
@@ -588,17 +637,21 @@ class FrontierShard:
             if lease.kind != "robots":
                 leased.setdefault(hs.key, []).append(lease.entry)
         hosts = [hs.saved([*hs.queue, *leased.get(hs.key, [])]) for hs in self._hosts.values()]  # (held inside)
-        return {
+        snapshot: dict[str, Any] = {
             "shard": self.shard_id,
             "next_lease_id": self._next_lease_id,
             "counters": dict(self.counters),
             "hosts": hosts,
         }
+        if self._bench is not None:  # the URLs past the workbenches, as stored (host, score, row), in take order
+            snapshot["stored"] = [[host, key, row.decode()] for host, key, row in self._bench.stored_rows()]
+        return snapshot
 
     def restore(self, snapshot: dict[str, Any]) -> None:
         """Load a snapshot into this (new, empty) shard."""
         self._next_lease_id = int(snapshot["next_lease_id"])
         self.counters.update(snapshot["counters"])
+        restored: list[HostState] = []
         for saved in snapshot["hosts"]:
             hs, queue = HostState.from_saved(saved, self.settings.policy, self.settings.ua_token)
             # What happened after the checkpoint is unknown (a killed crawl may have just hit this host):
@@ -609,9 +662,26 @@ class FrontierShard:
                 self._paused.add(hs.key)
             for entry in queue:
                 self._enqueue(hs, entry)
+            restored.append(hs)
+        self._restore_stored(snapshot.get("stored", []))
+        for hs in restored:
             held, hs.held = hs.held, []
             self._schedule(hs)
             self.push(held)  # under this run's budget: a larger one admits them, the rest are held again
+
+    def _restore_stored(self, stored: list[list[Any]]) -> None:
+        """A snapshot's stored URLs into this shard's store as they were (or into memory, without a store)."""
+        for host, key, text in stored:
+            hs = self._hosts.get(host)
+            if hs is None or self._bench is None:
+                for line in text.split("\n"):
+                    entry = decode(line)
+                    self._enqueue(hs or self._host(entry.url), entry)
+                continue
+            self._bench.add_stored(hs, float(key), text.encode())
+            self._queued += text.count("\n") + 1
+        if self._bench is not None:
+            self._bench.flush()
 
     # --- visibility ----------------------------------------------------------------------------------
 
@@ -625,7 +695,7 @@ class FrontierShard:
         ready = sum(1 for d, tok, hs in self._ready if hs.heap_token == tok and d <= now)
         ready += sum(1 for _, d, tok, hs in self._ranked if hs.heap_token == tok and d <= now)
         # Waiting: URLs queued, but not now (the politeness clock, a block, robots.txt, an answer pending).
-        active = sum(1 for hs in self._hosts.values() if hs.queue and hs.paused is None and hs.closed is None)
+        active = sum(1 for hs in self._hosts.values() if hs.queued and hs.paused is None and hs.closed is None)
         return {
             "queued": self._queued,
             "held_over_budget": self._held,

@@ -67,6 +67,13 @@ class HostState:
     # next_allowed to go back to once they are (0: not waiting)
     sitemap_wait: float = 0.0
     held: list[UrlEntry] = field(default_factory=list)  # URLs past the page budget, kept for a larger one
+    # URLs past the workbench (``queue``), in the shard's queue store (core/workbench.py): how many, the best score
+    stored: int = 0
+    stored_best: float = float("inf")
+
+    @property
+    def queued(self) -> int:
+        return self.queue.size + self.stored
 
     def due(self) -> float:
         allowed, blocked = self.next_allowed, self.blocked_until
@@ -116,7 +123,7 @@ class HostState:
         blocked = self.blocked_until > now
         return {
             "host": self.key,
-            "queued": len(self.queue),
+            "queued": self.queued,
             "in_flight": self.in_flight,
             "delay": round(self.delay, 3),
             "delay_reason": self.delay_reason,

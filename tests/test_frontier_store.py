@@ -1,0 +1,191 @@
+"""A frontier whose hosts keep a small workbench in memory and the rest in a queue store (core/workbench.py) is the
+same frontier: for any sequence of push, lease, ack, release, expiry, snapshot and restore it hands out the same
+leases, in the same order, as one that keeps everything in memory -- so each URL is leased or ended exactly once,
+priorities within and across hosts are kept -- while no host holds more than its workbench in memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from raycrawl.adapters.lmdb_queue import LmdbQueueStore
+from raycrawl.core.frontier import FrontierSettings, FrontierShard, ScoreFn
+from raycrawl.core.politeness import DelayPolicy
+from raycrawl.core.priority import by_depth
+from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
+from raycrawl.core.records import Ack, Lease, UrlEntry
+from raycrawl.core.workbench import decode, decode_block, encode
+
+WORKBENCH = 3
+HOSTS = ["a.test", "b.test", "c.test:8080"]
+
+
+def ranked(entry: UrlEntry) -> float:
+    """A score that says more than depth (hosts are then ranked by their best URL): ties and inversions."""
+    return float(entry.depth) - (len(entry.url) % 3) * 0.5
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Stores:
+    """Stores of one kind, made per example and closed at its end (an LMDB store reserves its map's address
+    space while open)."""
+
+    def __init__(self, kind: str, tmp: pytest.TempPathFactory) -> None:
+        self.kind, self.tmp, self.opened = kind, tmp, list[LmdbQueueStore]()
+
+    def make(self) -> QueueStore:
+        if self.kind == "memory":
+            return MemoryQueueStore()
+        store = LmdbQueueStore(self.tmp.mktemp("frontier"), map_bytes=1 << 26)
+        self.opened.append(store)
+        return store
+
+    def close_all(self) -> None:
+        for store in self.opened:
+            store.close()
+        self.opened = []
+
+
+@pytest.fixture(params=["memory", "lmdb"])
+def stores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stores]:
+    made = Stores(request.param, tmp_path_factory)
+    yield made
+    made.close_all()
+
+
+def shard(clock: Clock, score: ScoreFn, store: QueueStore | None) -> FrontierShard:
+    frontier = FrontierSettings(
+        policy=DelayPolicy(delay=0.5, delay_factor=0.0), workbench=WORKBENCH, lease_ttl=30.0, max_attempts=3
+    )
+    return FrontierShard(0, frontier, score, clock, store)
+
+
+entries = st.builds(
+    lambda host, depth, path: UrlEntry(f"http://{host}/{'p' * (path % 4)}{path}", depth),
+    st.sampled_from(HOSTS),
+    st.integers(0, 3),
+    st.integers(0, 60),
+)
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("push"), st.lists(entries, max_size=15)),
+        st.tuples(st.just("lease"), st.integers(1, 6)),
+        st.tuples(st.just("ack"), st.sampled_from([200, 404, 503])),
+        st.tuples(st.just("release"), st.just(0)),
+        st.tuples(st.just("wait"), st.sampled_from([0.2, 1.0, 40.0])),  # (40 s: past the lease TTL)
+        st.tuples(st.just("checkpoint"), st.just(0)),  # snapshot, then a new shard restored from it
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=operations, by_rank=st.booleans())
+def test_a_stored_frontier_leases_what_an_in_memory_one_leases(
+    stores: Stores, ops: list[tuple[str, object]], by_rank: bool
+) -> None:
+    try:
+        check_same_leases(stores, ops, by_rank)
+    finally:
+        stores.close_all()
+
+
+def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bool) -> None:
+    score: ScoreFn = ranked if by_rank else by_depth
+    clocks = (Clock(), Clock())
+    memory = shard(clocks[0], score, None)
+    stored = shard(clocks[1], score, stores.make())
+    outstanding: list[list[Lease]] = [[], []]
+    pushed: set[str] = set()
+    fetched: list[str] = []  # pages acked with a final answer
+    for op, arg in ops:
+        if op == "push":
+            fresh = []
+            for e in arg:  # type: ignore[union-attr]
+                if e.url not in pushed:  # (the seen-set's job)
+                    pushed.add(e.url)
+                    fresh.append(e)
+            memory.push(list(fresh))
+            stored.push([UrlEntry(e.url, e.depth) for e in fresh])
+        elif op == "lease":
+            got = [memory.lease(arg), stored.lease(arg)]  # type: ignore[arg-type]
+            assert [(x.url, x.kind, x.not_before) for x in got[0]] == [(x.url, x.kind, x.not_before) for x in got[1]]
+            for side in (0, 1):
+                outstanding[side] += got[side]
+        elif op in ("ack", "release") and outstanding[0]:
+            for side, frontier in enumerate((memory, stored)):
+                lease = outstanding[side].pop(0)
+                if op == "release":
+                    frontier.release([lease.lease_id])
+                    continue
+                status = 404 if lease.kind == "robots" else arg
+                frontier.ack([Ack(lease.lease_id, status, clocks[side].now, 0.01, status == 503)])  # type: ignore[arg-type]
+            if op == "ack" and lease.kind == "page" and arg != 503:
+                fetched.append(lease.url)
+        elif op == "wait":
+            for clock in clocks:
+                clock.now += arg  # type: ignore[operator]
+        elif op == "checkpoint":
+            saved = stored.snapshot()
+            stored = shard(clocks[1], score, stores.make())
+            stored.restore(saved)
+            memory_saved = memory.snapshot()
+            memory = shard(clocks[0], score, None)
+            memory.restore(memory_saved)
+            outstanding = [[], []]  # (leases out at a checkpoint are queued again in it)
+        assert stored.queued == memory.queued
+        assert all(len(hs.queue) <= WORKBENCH for hs in stored._hosts.values())  # (the bound this is about)
+    # Then everything is leased to the end, both the same way; every URL pushed is fetched once or ended once.
+    for lease in outstanding[1]:
+        if lease.kind == "page":
+            fetched.append(lease.url)
+    for side, frontier in enumerate((memory, stored)):
+        frontier.ack([Ack(x.lease_id, 404 if x.kind == "robots" else 200, 0.0, 0.01, False) for x in outstanding[side]])
+    for _ in range(10_000):
+        if not memory.queued:
+            break
+        for clock in clocks:
+            clock.now += 1.0
+        got = [memory.lease(10), stored.lease(10)]
+        assert [(x.url, x.kind, x.not_before) for x in got[0]] == [(x.url, x.kind, x.not_before) for x in got[1]]
+        for side, frontier in enumerate((memory, stored)):
+            frontier.ack([Ack(x.lease_id, 404 if x.kind == "robots" else 200, 0.0, 0.01, False) for x in got[side]])
+        fetched.extend(x.url for x in got[1] if x.kind == "page")
+    assert stored.queued == memory.queued == 0
+    ends = [t.entry.url for t in stored.take_terminals()]
+    assert sorted(ends) == sorted(t.entry.url for t in memory.take_terminals())
+    once = fetched + ends
+    assert sorted(set(once)) == sorted(pushed) and len(once) == len(set(once))
+
+
+@given(
+    st.lists(
+        st.builds(
+            UrlEntry,
+            url=st.sampled_from(
+                ["http://a.test/", "http://a.test/x\ty", "http://a.test/x\ny", "https://b.test:8443/p?q=1"]
+            ),
+            depth=st.integers(0, 50),
+            parent=st.one_of(st.none(), st.sampled_from(["http://a.test/", "http://a.test/\t"])),
+            attempts=st.integers(0, 5),
+            redirects=st.sampled_from([(), ("http://a.test/r",)]),
+            requested=st.sampled_from([None, "http://a.test/%7E"]),
+            kind=st.sampled_from(["page", "sitemap"]),
+            hint=st.sampled_from([0.0, -1.5]),
+        ),
+        min_size=1,
+    )
+)
+def test_a_stored_block_gives_back_its_entries(entries: list[UrlEntry]) -> None:
+    assert [decode(encode(entry)) for entry in entries] == entries
+    assert decode_block("\n".join(encode(entry) for entry in entries).encode()) == entries
