@@ -72,7 +72,9 @@ HELP = {
     " (--leftovers record: recorded out_of_budget)",
     "max_attempts": "attempts per URL for transient failures",
     "max_queue_per_host": "queued URLs per host before new ones are shed as out_of_budget",
-    "max_queue_total": "queued URLs per shard before new ones are shed as out_of_budget",
+    "max_queue_total": "with --workbench 0: queued URLs per shard before new ones are shed as out_of_budget",
+    "workbench": "queued URLs per host a shard keeps in memory; the rest wait on its node's disk (0: all in memory)",
+    "frontier_dir": "where shards keep queued URLs on their node's disk (default: the system's temporary directory)",
     "lease_horizon": "how far ahead (s) a URL may be leased before its host is due",
     "robots_ttl": "seconds a robots.txt is cached",
     "recrawl": "fetch again the URLs an earlier crawl fetched (its --out), asking conditionally; WARC revisit"
@@ -111,7 +113,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
                               "fresh", "quiet"),
     "fetching and bounds": ("timeout", "fetch_deadline", "max_body_bytes", "max_redirects", "max_path_depth",
                             "max_repeated_segments", "max_outlinks", "max_attempts", "max_queue_per_host",
-                            "max_queue_total", "allow_private_networks", "allow_network", "resolve"),
+                            "max_queue_total", "workbench", "frontier_dir", "allow_private_networks", "allow_network",
+                            "resolve"),
     "cluster": ("ray_address", "shards", "dedup_partitions", "dedup", "bloom_capacity", "bloom_error_rate",
                 "fetch_batch_size", "max_tasks_in_flight", "fetch_task_cpus", "lease_horizon"),
 }  # fmt: skip

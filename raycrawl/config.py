@@ -99,6 +99,8 @@ class CrawlConfig:
     max_attempts: int = _default(FrontierSettings, "max_attempts")
     max_queue_per_host: int = _default(FrontierSettings, "max_queue_per_host")
     max_queue_total: int = _default(FrontierSettings, "max_queue_total")
+    workbench: int = _default(FrontierSettings, "workbench")
+    frontier_dir: str = ""
     lease_horizon: float = _default(LoopSettings, "lease_horizon")
     robots_ttl: float = _default(FrontierSettings, "robots_ttl")
     sitemaps: bool = _default(FrontierSettings, "sitemaps")
@@ -190,6 +192,7 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.max_attempts >= 1, "max_attempts", "a whole number >= 1")
     need(cfg.max_queue_per_host >= 1, "max_queue_per_host", "a whole number >= 1")
     need(cfg.max_queue_total >= 1, "max_queue_total", "a whole number >= 1")
+    need(cfg.workbench == 0 or cfg.workbench >= 2, "workbench", "0 (all in memory) or a whole number >= 2")
     need(0 <= cfg.lease_horizon <= 10, "lease_horizon", "seconds between 0 and 10")
     need(cfg.robots_ttl > 0, "robots_ttl", "seconds > 0")
     need(cfg.score is None or callable(cfg.score), "score", "a function score(url, depth) -> float, or None")

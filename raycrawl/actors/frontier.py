@@ -18,11 +18,16 @@ import ray
 
 from raycrawl.actors.dedup import pack_fingerprints
 from raycrawl.actors.placement import ACTOR_LOST
+from raycrawl.adapters.lmdb_queue import private_store
 from raycrawl.adapters.output import PagesBuffer
+from raycrawl.adapters.queue_segments import QueueSegments, replay_files
+from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.core.crawl_loop import ShardSummary
 from raycrawl.core.host_actions import HostAction
 from raycrawl.core.link_routing import PartitionShare
+from raycrawl.core.queue_log import LoggedQueueStore
+from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry
 from raycrawl.core.shard_work import ShardOutput, ShardSetup, ShardWork
 
@@ -32,8 +37,16 @@ class FrontierShardActor:
     def __init__(self, shard_id: int, setup: ShardSetup) -> None:
         self._id = shard_id
         self._pages = PagesBuffer(f"shard{shard_id:03d}")
-        self._work = ShardWork(shard_id, setup, self._pages.write)
         self._storage = open_storage(setup.out, setup.filesystem) if setup.out else None
+        # Queued URLs past each host's workbench wait on this node's disk (core/workbench.py); a checkpoint copies
+        # what changed in them to the crawl's storage (adapters/queue_segments.py)
+        self._store = private_store(setup.frontier_dir) if setup.frontier.workbench else None
+        self._segments: QueueSegments | None = None
+        store: QueueStore | None = self._store
+        if self._store is not None and self._storage is not None:
+            store = logged = LoggedQueueStore(self._store)
+            self._segments = QueueSegments(self._storage, shard_id, logged)
+        self._work = ShardWork(shard_id, setup, self._pages.write, store=store)
         self._peers: list[Any] = []
         self._partitions: list[Any] = []
 
@@ -108,12 +121,31 @@ class FrontierShardActor:
 
     def checkpointed(self) -> None:
         self._work.router.checkpointed()
+        if self._segments is not None:
+            self._segments.committed()
 
     def snapshot(self) -> bytes:
-        return zlib.compress(json.dumps(self._work.frontier.snapshot()).encode(), 3)
+        """This shard at the cut; its stored queue as the files that make it again, this cut's log written now."""
+        if self._segments is None:
+            return zlib.compress(json.dumps(self._work.frontier.snapshot()).encode(), 3)
+        snapshot = self._work.frontier.snapshot(stored_rows=False)
+        try:
+            snapshot["queue"] = self._segments.checkpoint()
+        except StorageError as exc:
+            raise StoreUnavailable(f"shard {self._id} cannot write its queue's log: {exc}") from None
+        return zlib.compress(json.dumps(snapshot).encode(), 3)
 
     def restore(self, data: bytes) -> None:
-        self._work.frontier.restore(json.loads(zlib.decompress(data)))
+        snapshot = json.loads(zlib.decompress(data))
+        refs = snapshot.pop("queue", None)
+        if refs is not None and self._segments is not None and self._store is not None:
+            self._segments.restore(refs, self._store)  # (the store itself: a replay is not a change to log)
+        elif refs is not None:  # (saved by a run with a store, restored without: the rows go in the snapshot)
+            assert self._storage is not None, "a checkpoint with a stored queue, and no storage to read it from"
+            rows = MemoryQueueStore()
+            replay_files(self._storage, refs, rows)
+            snapshot["stored"] = [[host, key, row.decode()] for host, key, row in rows.items()]
+        self._work.frontier.restore(snapshot)
 
     def retry(self, entries: list[UrlEntry]) -> None:
         self._work.retry(entries)
@@ -124,6 +156,11 @@ class FrontierShardActor:
 
     def close(self) -> None:
         self._pages.close()
+        if self._segments is not None:
+            self._segments.close()
+        if self._store is not None:
+            self._store.close(remove=True)
+            self._store = None
 
     # --- the operator --------------------------------------------------------------------------------
 

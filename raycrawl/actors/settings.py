@@ -76,6 +76,7 @@ def shard_setup(
         filesystem=cfg.filesystem,
         crawl_id=crawl_id,
         priority=Priority.of(cfg.priority, cfg.score),
+        frontier_dir=cfg.frontier_dir,
     )
 
 

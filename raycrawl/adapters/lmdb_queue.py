@@ -14,7 +14,11 @@ the process dies and the store is opened again.
 
 from __future__ import annotations
 
+import os
+import shutil
 import struct
+import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +34,7 @@ from raycrawl.core.queue_store import (
     queue_key,
 )
 
+PREFIX = "raycrawl-queue-"  # a shard's private store: raycrawl-queue-<pid>-<random> in the frontier directory
 DEFAULT_MAP_BYTES = 1 << 40  # address space reserved, not disk taken: the file grows as rows come
 _COUNT = struct.Struct(">Q")
 # (in the counts table; no host starts with NUL): the last push's sequence, the last put-back's
@@ -142,6 +147,12 @@ class LmdbQueueStore:
                 host = key[: key.index(b"\x00")].decode()
                 yield host, order_of_key(key), row
 
+    def frozen_items(self, ready: threading.Event) -> Iterator[QueueItem]:
+        with self._env.begin(buffers=False) as txn:  # (LMDB keeps this view while later writes commit)
+            ready.set()
+            for key, row in txn.cursor(db=self._rows):
+                yield key[: key.index(b"\x00")].decode(), order_of_key(key), row
+
     def count(self, host: str) -> int:
         return self._hosts.get(host, 0)
 
@@ -155,6 +166,32 @@ class LmdbQueueStore:
         """What the store's file takes on disk now."""
         return sum(int(p.stat().st_blocks) * 512 for p in Path(self._env.path()).iterdir() if p.is_file())
 
-    def close(self) -> None:
+    def close(self, remove: bool = False) -> None:
+        path = self._env.path()
         self._env.sync(True)
         self._env.close()
+        if remove:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def private_store(directory: str = "") -> LmdbQueueStore:
+    """A new, empty store for one shard actor in ``directory`` (default: the system's temporary directory). Stores
+    that processes no longer running left there (a shard killed with its worker) are removed first: a store is a
+    working copy, rebuilt from the checkpoint when its shard is."""
+    parent = directory or tempfile.gettempdir()
+    Path(parent).mkdir(parents=True, exist_ok=True)
+    for stale in Path(parent).glob(PREFIX + "*"):
+        pid = stale.name[len(PREFIX) :].partition("-")[0]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    return LmdbQueueStore(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=parent))
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # (someone else's process)
+        return True
+    return True

@@ -629,9 +629,11 @@ class FrontierShard:
 
     # --- checkpoints ---------------------------------------------------------------------------------
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self, stored_rows: bool = True) -> dict[str, Any]:
         """Everything this shard knows, as plain data. Leased URLs are saved as queued: after a restore nobody
-        holds their lease, so they must be fetched again (docs/architecture.md, invariant 4)."""
+        holds their lease, so they must be fetched again (docs/architecture.md, invariant 4). The URLs in the queue
+        store are in it as rows, or (``stored_rows=False``) only counted per host: the store is saved by its log
+        (adapters/queue_segments.py) and replayed before ``restore``."""
         leased: dict[str, list[UrlEntry]] = {}
         for lease, hs in self._leases.values():
             if lease.kind != "robots":
@@ -643,8 +645,12 @@ class FrontierShard:
             "counters": dict(self.counters),
             "hosts": hosts,
         }
-        if self._bench is not None:  # the URLs past the workbenches, as stored (host, score, row), in take order
+        if self._bench is not None and stored_rows:  # the URLs past the workbenches: (host, score, block)
             snapshot["stored"] = [[host, key, row.decode()] for host, key, row in self._bench.stored_rows()]
+        elif self._bench is not None:
+            self._bench.flush()  # (what the log records, up to this cut)
+            for saved, hs in zip(hosts, self._hosts.values(), strict=True):
+                saved["stored"] = hs.stored
         return snapshot
 
     def restore(self, snapshot: dict[str, Any]) -> None:
@@ -662,6 +668,11 @@ class FrontierShard:
                 self._paused.add(hs.key)
             for entry in queue:
                 self._enqueue(hs, entry)
+            if "stored" not in snapshot and saved.get("stored") and self._bench is not None:
+                hs.stored += saved["stored"]  # (the store holds them: replayed from its log)
+                best = self._bench.store.best(hs.key)
+                hs.stored_best = min(hs.stored_best, float("inf") if best is None else best)
+                self._queued += saved["stored"]
             restored.append(hs)
         self._restore_stored(snapshot.get("stored", []))
         for hs in restored:

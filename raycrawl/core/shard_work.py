@@ -26,6 +26,7 @@ from raycrawl.core.link_routing import LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen
 from raycrawl.core.parts import WarcLedger
 from raycrawl.core.priority import Priority
+from raycrawl.core.queue_store import QueueStore
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry, WarcSpan
 from raycrawl.core.scope import ScopeKind, ScopePolicy
 from raycrawl.core.settle import RecordRules, Settled, ack_of, settle, terminal_records
@@ -53,6 +54,7 @@ class ShardSetup:
     filesystem: Any = None
     crawl_id: str = "crawl"
     priority: Priority = field(default_factory=Priority)  # the URLs' scores (core/priority.py)
+    frontier_dir: str = ""  # where the shard's queue store goes on its node (""): the system's temporary directory)
 
 
 @dataclass(slots=True)
@@ -66,11 +68,16 @@ class ShardOutput:
 
 class ShardWork:
     def __init__(
-        self, shard_id: int, setup: ShardSetup, records: RecordSink, clock: Callable[[], float] = time.time
+        self,
+        shard_id: int,
+        setup: ShardSetup,
+        records: RecordSink,
+        clock: Callable[[], float] = time.time,
+        store: QueueStore | None = None,
     ) -> None:
         self.shard_id = shard_id
         self.setup = setup
-        self.frontier = FrontierShard(shard_id, setup.frontier, setup.priority.frontier_key(), clock)
+        self.frontier = FrontierShard(shard_id, setup.frontier, setup.priority.frontier_key(), clock, store)
         self.router = LinkRouter(shard_id, setup.shards, setup.partitions)
         self.scope = ScopePolicy(setup.scope, setup.seeds, setup.allow, setup.deny)
         self._records = records
