@@ -1,7 +1,7 @@
 """The ``raycrawl`` command line.
 
 Exit codes: 0 the crawl finished (or was stopped cleanly); 1 the crawl failed; 2 bad configuration, flags or
-seeds; 3 a service (Ray) could not be reached; 130 interrupted twice (hard stop).
+seeds; 3 a service (Ray) could not be reached; 6 stopped cleanly on a full disk; 130 interrupted twice (hard stop).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from raycrawl.config import FIELD_TYPES, PYTHON_ONLY, CrawlConfig, load_named_co
 from raycrawl.errors import RaycrawlError
 from raycrawl.progress import Progress
 from raycrawl.version import __version__
+
+DISK_FULL = 6  # the exit code of a crawl stopped cleanly because a disk holding queued URLs is full
 
 HELP = {
     "seeds_file": "file with one seed URL per line (# comments allowed)",
@@ -150,6 +152,7 @@ exit codes:
   3  a service (Ray, Redis) could not be reached
   4  (status, stop ... --crawl-id ID) no running crawl named ID
   5  (pause-host, resume-host, set-delay) the crawl has no such host
+  6  stopped cleanly because a disk holding queued URLs is full (--resume once there is room)
   130 interrupted twice (hard stop)"""
 
 
@@ -299,6 +302,13 @@ def run_crawl(cfg: CrawlConfig, named: frozenset[str] | None = None) -> int:
             signal.signal(s, handler)
     progress.close(final=summary)
     print_summary(summary, crawl.config)
+    if summary.get("disk_full"):
+        print(
+            f"raycrawl: error: a shard's disk is full -- {summary['disk_full']}. The crawl stopped with a checkpoint "
+            "and lost nothing: free space there, or give --frontier-dir a larger disk, and --resume.",
+            file=sys.stderr,
+        )
+        return DISK_FULL
     return 0
 
 

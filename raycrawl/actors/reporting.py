@@ -89,6 +89,7 @@ def summary(view: CrawlView) -> dict[str, Any]:
             or ("max-pages-per-host reached" if frontier.get("held_over_budget") else "frontier exhausted"),
             "resumable": loop.user_stop is not None or left_queued > 0,
             "left_queued": left_queued,
+            "disk_full": loop.disk_full,
             "checkpoints": {
                 "store": view.store,
                 "taken": len(view.checkpoints),

@@ -35,6 +35,7 @@ from raycrawl.core.queue_store import (
 )
 
 PREFIX = "raycrawl-queue-"  # a shard's private store: raycrawl-queue-<pid>-<random> in the frontier directory
+FULL_BELOW = 64 << 20  # a write refused with less than this free: "the disk is full"
 DEFAULT_MAP_BYTES = 1 << 40  # address space reserved, not disk taken: the file grows as rows come
 _COUNT = struct.Struct(">Q")
 # (in the counts table; no host starts with NUL): the last push's sequence, the last put-back's
@@ -81,11 +82,9 @@ class LmdbQueueStore:
                 key = _APPENDED_KEY if step > 0 else _PUT_BACK_KEY
                 txn.put(key, _COUNT.pack(sequence - step), db=self._counts)
         except lmdb.MapFullError:
-            raise QueueStoreFull(
-                f"the queue store in {self._env.path()} is full ({len(items)} URLs not stored)"
-            ) from None
-        except lmdb.DiskError as exc:  # (ENOSPC while the file grows)
-            raise QueueStoreFull(f"the disk under {self._env.path()} is full: {exc}") from None
+            raise QueueStoreFull(f"the queue store in {self._env.path()} is full (its map size)") from None
+        except lmdb.Error as exc:  # (a full disk comes as "mdb_txn_commit: Input/output error")
+            raise self._refused(exc) from None
         for host, n in added.items():
             self._hosts[host] = self._hosts.get(host, 0) + n
         self._total += len(items)
@@ -95,10 +94,13 @@ class LmdbQueueStore:
 
     def take_each(self, wanted: dict[str, int]) -> dict[str, tuple[list[bytes], float | None]]:
         out: dict[str, tuple[list[bytes], float | None]] = {}
-        with self._env.begin(write=True) as txn:
-            cursor = txn.cursor(db=self._rows)
-            for host, n in wanted.items():
-                out[host] = self._take(txn, cursor, host, n)
+        try:
+            with self._env.begin(write=True) as txn:  # (a delete writes pages too: it can fail on a full disk)
+                cursor = txn.cursor(db=self._rows)
+                for host, n in wanted.items():
+                    out[host] = self._take(txn, cursor, host, n)
+        except lmdb.Error as exc:
+            raise self._refused(exc) from None
         for host, (rows, _) in out.items():
             left = self._hosts.get(host, 0) - len(rows)
             if left:
@@ -130,6 +132,13 @@ class LmdbQueueStore:
             else:
                 txn.delete(host.encode(), db=self._counts)
         return rows, after
+
+    def _refused(self, exc: Exception) -> QueueStoreFull:
+        path = self._env.path()
+        free = shutil.disk_usage(path).free
+        if free < FULL_BELOW:
+            return QueueStoreFull(f"the disk under {path} is full ({free:,} bytes free): {exc}")
+        return QueueStoreFull(f"the queue store in {path} cannot be written ({free:,} bytes free): {exc}")
 
     def best(self, host: str) -> float | None:
         if not self._hosts.get(host):

@@ -137,7 +137,7 @@ class _Compaction:
         try:
             rows = segments.store.store.frozen_items(ready)
             self.written = segments._write(self.name, encode_rows(rows))
-        except (StorageError, OSError) as exc:
-            self.error = str(exc)
+        except Exception as exc:  # (a base not written is not adopted: the logs it would replace stay)
+            self.error = f"{type(exc).__name__}: {exc}"
         finally:
             ready.set()

@@ -55,6 +55,7 @@ class ShardSummary:
     stats: CrawlStats = field(default_factory=lambda: CrawlStats(started_at=0.0))  # counted since the last call
     latencies: list[float] = field(default_factory=list)  # seconds to the response, of pages settled since then
     best_waiting: float | None = None  # with priorities: the best key of a host due but not leased (lower: better)
+    store_full: str | None = None  # why the shard's queue store refused URLs (a full disk): the crawl stops
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,7 @@ class CrawlLoop:
         self._rotation = 0
         self.stop_reason: str | None = None  # a budget ran out and leftovers are recorded: queued ends out_of_budget
         self.user_stop: str | None = None  # the operator stopped (or a budget, leftovers kept): checkpoint, end
+        self.disk_full: str | None = None  # a shard's queue store refused URLs: stopped as by the operator
         self.paused: str | None = None
         self.final_drain: str | None = None
         self.checkpoint_due = False
@@ -182,6 +184,10 @@ class CrawlLoop:
         self._closed_since = 0
         for shard, (summary, ref) in enumerate(zip(summaries, refs, strict=True)):
             self.summaries[shard] = summary
+            if summary.store_full is not None and self.disk_full is None:
+                # (the URLs it refused wait in the shard's memory: the stop's checkpoint keeps them)
+                self.disk_full = f"shard {shard}: {summary.store_full}"
+                self.stop(f"disk full ({self.disk_full})")
             moved.add(summary.stats)
             summary.stats = CrawlStats(started_at=0.0)
             if summary.leases:

@@ -318,8 +318,6 @@ class FrontierShard:
         """(Re)insert the host in the ready-heap if it could take a lease; older heap entries become stale."""
         if hs.stored and hs.queue.size < self._bench_size // 2:  # (after a lease: most were refilled in a batch)
             self._refill([hs])
-        self._tokens += 1
-        hs.heap_token = self._tokens
         if (
             hs.in_flight >= self.settings.per_host_concurrency
             or hs.robots_leased  # pages wait for the robots.txt answer
@@ -327,11 +325,18 @@ class FrontierShard:
             or hs.paused is not None
             or not hs.queue
         ):
+            hs.heap_token = 0  # (its entry, if any, is stale)
             return
         due = hs.due()
         robots = hs.robots
         if robots is not None and robots.verdict == "unreachable" and robots.expires_at > due:
             due = robots.expires_at  # when robots.txt is asked for again
+        if hs.heap_token and hs.heap_due == due and not self._rank_hosts:
+            # Its live entry stands: a push to a host already waiting adds no entry (a shard that takes ten thousand
+            # links a second would otherwise fill its heap with stale ones faster than leases pop them).
+            return
+        self._tokens += 1
+        hs.heap_token, hs.heap_due = self._tokens, due
         heapq.heappush(self._ready, (due, hs.heap_token, hs))
 
     # --- lease ---------------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ class HostState:
     closed: tuple[Any, str] | None = None  # (outcome, detail) for every URL of this host from now on
     delay_override: float | None = None
     heap_token: int = 0  # its live entry in the shard's ready-heap (tokens start at 1; 0: not in the heap)
+    heap_due: float = 0.0  # ... and that entry's due time
     requests: int = 0
     fetched: int = 0
     errors: int = 0

@@ -122,6 +122,7 @@ class ShardWork:
             stats=self._stats,
             latencies=self._latencies,
             best_waiting=shard.best_waiting(horizon),
+            store_full=shard.store_full,
         )
         self._stats, self._latencies = CrawlStats(started_at=0.0), []
         return leases, summary

@@ -150,7 +150,11 @@ class Workbench:
         wanted = {hs.key: blocks for hs in hosts if hs.stored}
         if not wanted:
             return {hs.key: [] for hs in hosts}
-        taken = self.store.take_each(wanted)
+        try:
+            taken = self.store.take_each(wanted)
+        except QueueStoreFull as exc:  # (nothing taken: the URLs stay stored, for after the stop)
+            self.full = str(exc)
+            return {hs.key: [] for hs in hosts}
         out: dict[str, list[UrlEntry]] = {}
         for hs in hosts:
             rows, best = taken.get(hs.key, ((), None))
