@@ -346,3 +346,18 @@ def test_a_queued_sitemap_survives_a_snapshot_as_a_sitemap() -> None:
     clock.now += 10
     (lease,) = restored.lease(10)
     assert (lease.kind, lease.entry) == ("sitemap", entry)
+
+
+def test_a_checkpoint_from_before_queue_lines_restores() -> None:
+    """Checkpoints once saved each host's queue as a list of rows (UrlEntry.to_row); now as lines."""
+    clock = FakeClock()
+    shard = make(clock)
+    entries = [UrlEntry("http://a.test/1", 1), UrlEntry("http://a.test/2", 2, redirects=("http://a.test/r",))]
+    shard.push(entries)
+    saved = shard.snapshot()
+    for host in saved["hosts"]:
+        host["queue"] = [e.to_row() for e in entries]
+        del host["lines"]
+    again = make(clock)
+    again.restore(saved)
+    assert [h["lines"] for h in again.snapshot()["hosts"]] == [h["lines"] for h in shard.snapshot()["hosts"]]

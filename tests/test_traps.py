@@ -2,6 +2,7 @@
 
 import pytest
 
+from raycrawl.core.entry_lines import decode
 from raycrawl.core.frontier import HOST_BUDGET, FrontierSettings, FrontierShard
 from raycrawl.core.records import UrlEntry
 from raycrawl.core.redirects import redirect_problem
@@ -51,8 +52,8 @@ def test_redirect_chain_survives_a_shard_snapshot() -> None:
     shard.push([UrlEntry("http://a.test/c", 0, "http://a.test/b", 0, ("http://a.test/a", "http://a.test/b"))])
     again = FrontierShard(0, FrontierSettings(), clock=lambda: 1000.0)
     again.restore(shard.snapshot())
-    assert again.snapshot()["hosts"][0]["queue"] == shard.snapshot()["hosts"][0]["queue"]
-    assert UrlEntry.from_row(again.snapshot()["hosts"][0]["queue"][0]).redirects == (
+    assert again.snapshot()["hosts"][0]["lines"] == shard.snapshot()["hosts"][0]["lines"]
+    assert decode(again.snapshot()["hosts"][0]["lines"]).redirects == (
         "http://a.test/a",
         "http://a.test/b",
     )

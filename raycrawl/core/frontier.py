@@ -60,7 +60,7 @@ class FrontierSettings:
     max_attempts: int = 3
     max_queue_per_host: int = 100_000
     max_queue_total: int = 2_000_000  # (in memory only: with a queue store, the store's disk is the bound)
-    workbench: int = 32  # with a queue store: URLs per host kept in memory, the rest stored (core/workbench.py)
+    workbench: int = 16  # with a queue store: URLs per host kept in memory, the rest stored (core/workbench.py)
     max_pages_per_host: int | None = None  # URLs admitted per host over the whole crawl
     hold_over_budget: bool = True  # past max_pages_per_host: hold URLs for a resume with a larger budget (else end)
     lease_ttl: float = 120.0

@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from raycrawl.core.entry_lines import decode, encode
 from raycrawl.core.host_queue import HostQueue
 from raycrawl.core.politeness import DelayPolicy, DelayReason, backoff, host_delay
 from raycrawl.core.records import Ack, UrlEntry
@@ -143,8 +144,9 @@ class HostState:
     # --- checkpoints ---------------------------------------------------------------------------------
 
     def saved(self, queue: list[UrlEntry]) -> dict[str, Any]:
-        """This host as plain data, with ``queue`` as the URLs to queue again on restore."""
-        out: dict[str, Any] = {"key": self.key, "origin": self.origin, "queue": [e.to_row() for e in queue]}
+        """This host as plain data, with ``queue`` as the URLs to queue again on restore (one line each: a
+        checkpoint's pause is mostly this, for a shard's workbenches)."""
+        out: dict[str, Any] = {"key": self.key, "origin": self.origin, "lines": "\n".join(map(encode, queue))}
         out |= {name: getattr(self, name) for name in SAVED_FIELDS}
         out["robots"] = self.robots.to_dict() if self.robots is not None else None
         if self.held:
@@ -164,4 +166,6 @@ class HostState:
         hs.closed = (saved["closed"][0], saved["closed"][1]) if saved["closed"] else None
         hs.held = [UrlEntry.from_row(row) for row in saved.get("held", [])]
         hs.recompute_delay(policy)
-        return hs, [UrlEntry.from_row(row) for row in saved["queue"]]
+        if "lines" in saved:
+            return hs, [decode(line) for line in saved["lines"].split("\n")] if saved["lines"] else []
+        return hs, [UrlEntry.from_row(row) for row in saved["queue"]]  # (a checkpoint from before lines)

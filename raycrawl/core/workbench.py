@@ -18,47 +18,16 @@ memory and ``full`` says why, for the crawl to stop cleanly with a checkpoint.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
+from raycrawl.core.entry_lines import decode, decode_block, encode, lines_of
 from raycrawl.core.hosts import HostState
 from raycrawl.core.queue_store import QueueItem, QueueStore, QueueStoreFull
 from raycrawl.core.records import UrlEntry
 
 INFINITY = float("inf")
 _Pending = dict[tuple[str, float], list[str]]  # (host, score) -> lines, in take order
-
-
-def encode(entry: UrlEntry) -> str:
-    """A queued URL as a line of a stored block: most are a URL, its depth, attempts and parent -- tab-separated,
-    which no canonical URL holds (JSON costs three times as much, and this runs for every URL stored); the rest
-    JSON (which escapes control characters: a line stays one line)."""
-    url, parent = entry.url, entry.parent or ""
-    plain = entry.kind == "page" and not (entry.redirects or entry.requested or entry.known or entry.hint)
-    if plain and "\t" not in url and "\t" not in parent and "\n" not in url and "\n" not in parent:
-        return f"{url}\t{entry.depth}\t{entry.attempts}\t{parent}"
-    return json.dumps(entry.to_row(), separators=(",", ":"))
-
-
-def decode(line: str) -> UrlEntry:
-    if line[:1] == "[":  # (a URL starts with its scheme)
-        return UrlEntry.from_row(json.loads(line))
-    url, depth, attempts, parent = line.split("\t")
-    return UrlEntry(url, int(depth), parent or None, int(attempts))
-
-
-def lines_of(block: bytes) -> list[str]:
-    return block.decode().split("\n")
-
-
-def decode_block(block: bytes) -> list[UrlEntry]:
-    if block[:1] == b"[" or b"\n[" in block:  # (a JSON line in it)
-        return [decode(line) for line in lines_of(block)]
-    # (decode(), inline: this runs for every URL taken from the store)
-    return [
-        UrlEntry(url, int(depth), parent or None, int(attempts))
-        for url, depth, attempts, parent in (line.split("\t") for line in lines_of(block))
-    ]
+__all__ = ["Workbench", "decode", "decode_block", "encode"]
 
 
 class Workbench:
