@@ -63,9 +63,9 @@ def stores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     made.close_all()
 
 
-def shard(clock: Clock, score: ScoreFn, store: QueueStore | None) -> FrontierShard:
+def shard(clock: Clock, score: ScoreFn, store: QueueStore | None, workbench: int = WORKBENCH) -> FrontierShard:
     frontier = FrontierSettings(
-        policy=DelayPolicy(delay=0.5, delay_factor=0.0), workbench=WORKBENCH, lease_ttl=30.0, max_attempts=3
+        policy=DelayPolicy(delay=0.5, delay_factor=0.0), workbench=workbench, lease_ttl=30.0, max_attempts=3
     )
     return FrontierShard(0, frontier, score, clock, store)
 
@@ -90,21 +90,21 @@ operations = st.lists(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=operations, by_rank=st.booleans())
+@given(ops=operations, by_rank=st.booleans(), workbench=st.sampled_from([2, 3, 6]))
 def test_a_stored_frontier_leases_what_an_in_memory_one_leases(
-    stores: Stores, ops: list[tuple[str, object]], by_rank: bool
+    stores: Stores, ops: list[tuple[str, object]], by_rank: bool, workbench: int
 ) -> None:
     try:
-        check_same_leases(stores, ops, by_rank)
+        check_same_leases(stores, ops, by_rank, workbench)
     finally:
         stores.close_all()
 
 
-def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bool) -> None:
+def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bool, workbench: int) -> None:
     score: ScoreFn = ranked if by_rank else by_depth
     clocks = (Clock(), Clock())
     memory = shard(clocks[0], score, None)
-    stored = shard(clocks[1], score, stores.make())
+    stored = shard(clocks[1], score, stores.make(), workbench)
     outstanding: list[list[Lease]] = [[], []]
     pushed: set[str] = set()
     fetched: list[str] = []  # pages acked with a final answer
@@ -137,14 +137,15 @@ def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bo
                 clock.now += arg  # type: ignore[operator]
         elif op == "checkpoint":
             saved = stored.snapshot()
-            stored = shard(clocks[1], score, stores.make())
+            stored = shard(clocks[1], score, stores.make(), workbench)
             stored.restore(saved)
             memory_saved = memory.snapshot()
             memory = shard(clocks[0], score, None)
             memory.restore(memory_saved)
             outstanding = [[], []]  # (leases out at a checkpoint are queued again in it)
         assert stored.queued == memory.queued
-        assert all(len(hs.queue) <= WORKBENCH for hs in stored._hosts.values())  # (the bound this is about)
+        assert all(len(hs.queue) <= workbench for hs in stored._hosts.values())  # (the bound this is about)
+        assert stored.summary()["queued_on_disk"] == sum(hs.stored for hs in stored._hosts.values())
     # Then everything is leased to the end, both the same way; every URL pushed is fetched once or ended once.
     for lease in outstanding[1]:
         if lease.kind == "page":

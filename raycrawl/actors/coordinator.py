@@ -455,7 +455,7 @@ class Coordinator:
     # --- what the world sees -------------------------------------------------------------------------
 
     def _progress(self, state: str) -> dict[str, Any]:
-        return reporting.progress(state, self.loop, self._host_counts, self._checkpoint_error, len(self._checkpoints))
+        return reporting.progress(state, self.loop, self._host_counts, self._checkpoint_error, self._checkpoints)
 
     def _publish(self) -> None:
         with self._lock:

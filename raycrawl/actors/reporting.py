@@ -32,7 +32,11 @@ class CrawlView:
 
 
 def progress(
-    state: str, loop: CrawlLoop, host_counts: dict[str, int], checkpoint_error: str | None, checkpoints: int
+    state: str,
+    loop: CrawlLoop,
+    host_counts: dict[str, int],
+    checkpoint_error: str | None,
+    checkpoints: list[dict[str, float]],
 ) -> dict[str, Any]:
     """The live status (``host_counts``: hosts ready and paused, from the last stats summary)."""
     now = time.time()
@@ -52,7 +56,10 @@ def progress(
         "hosts_paused": host_counts.get("hosts_paused_now", 0),
         "stop_reason": loop.user_stop or loop.stop_reason,
         "checkpoint_error": checkpoint_error,
-        "checkpoints": checkpoints,
+        "checkpoints": len(checkpoints),
+        # the last cut: its id, seconds to snapshot and commit, bytes written; pause_s: from the stop of leasing to
+        # the cut's end (fetches under way finishing included)
+        "last_checkpoint": {**checkpoints[-1], "pause_s": round(loop.last_quiesce, 3)} if checkpoints else None,
     }
 
 

@@ -291,6 +291,11 @@ class CrawlLoop:
             self.checkpoint_due = True
             self._quiesce_started = self._clock()
 
+    @property
+    def last_quiesce(self) -> float:
+        """Seconds the last checkpoint held the crawl: from the stop of leasing to the end of the cut."""
+        return self._last_quiesce
+
     def checkpointed(self) -> None:
         now = self._clock()
         if self.checkpoint_due:

@@ -120,6 +120,8 @@ class FrontierShard:
         self._next_eviction = clock() + EVICT_EVERY
         self._queued = 0
         self._held = 0  # URLs past their host's page budget, held for a resume with a larger one
+        self._in_memory_peak = 0  # the most queued URLs the workbenches held at once (seen at leases)
+        self._on_disk_peak = 0  # ... and the store
         self.counters: Counter[str] = Counter()
 
     # --- queries -------------------------------------------------------------------------------------
@@ -304,7 +306,7 @@ class FrontierShard:
 
     def _schedule_all(self, touched: dict[str, HostState]) -> None:
         if self._bench is not None:
-            self._bench.flush()
+            self._bench.flush(whole_blocks=True)
             self._refill(list(touched.values()))
         for hs in touched.values():
             self._schedule(hs)
@@ -397,6 +399,9 @@ class FrontierShard:
             if hs.in_flight < concurrency:  # (otherwise an ack puts the host back in the ready-heap)
                 self._schedule(hs)
         self._next_lease_id, self._queued = lease_id, queued
+        if self._bench is not None:  # (what the workbenches hold -- bounded by hosts -- and what the store does)
+            self._in_memory_peak = max(self._in_memory_peak, queued - self._bench.stored)
+            self._on_disk_peak = max(self._on_disk_peak, self._bench.stored)
         if earliest + ttl < self._expiry_check_at:
             self._expiry_check_at = earliest + ttl
         self.counters["leased"] += len(out)
@@ -712,8 +717,13 @@ class FrontierShard:
         ready += sum(1 for _, d, tok, hs in self._ranked if hs.heap_token == tok and d <= now)
         # Waiting: URLs queued, but not now (the politeness clock, a block, robots.txt, an answer pending).
         active = sum(1 for hs in self._hosts.values() if hs.queued and hs.paused is None and hs.closed is None)
+        stored = self._bench.stored if self._bench is not None else 0
         return {
             "queued": self._queued,
+            "queued_in_memory": self._queued - stored,
+            "queued_on_disk": stored,
+            "queued_in_memory_peak": self._in_memory_peak if self._bench is not None else self._queued,
+            "queued_on_disk_peak": self._on_disk_peak,
             "held_over_budget": self._held,
             "queued_paused": self.queued_paused,
             "leased": len(self._leases),

@@ -18,7 +18,8 @@ memory and ``full`` says why, for the crawl to stop cleanly with a checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 from raycrawl.core.entry_lines import decode, decode_block, encode, lines_of
 from raycrawl.core.hosts import HostState
@@ -26,84 +27,118 @@ from raycrawl.core.queue_store import QueueItem, QueueStore, QueueStoreFull
 from raycrawl.core.records import UrlEntry
 
 INFINITY = float("inf")
-_Pending = dict[tuple[str, float], list[str]]  # (host, score) -> lines, in take order
+PENDING_BOUND = 100_000  # lines held back, in all, to make whole blocks (~10 MB)
 __all__ = ["Workbench", "decode", "decode_block", "encode"]
 
 
+@dataclass(slots=True)
+class _Pending:
+    """A host's lines on their way to the store, by score, in take order (put-backs: newest first)."""
+
+    hs: HostState
+    appends: dict[float, list[str]] = field(default_factory=dict)
+    put_backs: dict[float, list[str]] = field(default_factory=dict)
+
+
 class Workbench:
-    def __init__(self, store: QueueStore, size: int) -> None:
+    def __init__(self, store: QueueStore, size: int, pending_bound: int = PENDING_BOUND) -> None:
         if size < 2:
             raise ValueError(f"a workbench holds at least 2 URLs per host, not {size}")
         self.store = store
         self.size = size
         self.low = size // 2  # refilled below this, one block at a time: a block holds at most this many
         self.full: str | None = None  # why the store refused a write (None: it never did)
-        self._appends: _Pending = {}
-        self._put_backs: _Pending = {}  # (lines in eviction order: newest first)
-        self._spilled: dict[str, HostState] = {}  # hosts with writes pending
+        self.stored = 0  # URLs of all hosts in the store (or on their way to it)
+        self._pending: dict[str, _Pending] = {}
+        self._pending_lines = 0
+        self._pending_bound = pending_bound
 
     def add(self, hs: HostState, key: float, entry: UrlEntry) -> None:
         queue = hs.queue
         if hs.stored and key >= hs.stored_best:
-            self._store(hs, key, encode(entry), self._appends)
+            self._store(hs, key, encode(entry), front=False)
         elif queue.size < self.size:
             queue.push(key, entry)
         elif key >= queue.worst:  # (the newcomer would be the one to leave a full workbench)
-            self._store(hs, key, encode(entry), self._appends)
+            self._store(hs, key, encode(entry), front=False)
         else:
             queue.push(key, entry)
             worst = queue.worst
-            self._store(hs, worst, encode(queue.pop_worst()), self._put_backs)
+            self._store(hs, worst, encode(queue.pop_worst()), front=True)
 
     def add_stored(self, hs: HostState, key: float, block: bytes) -> None:
         """A block as a checkpoint saved it, behind the host's stored URLs (nothing enters the workbench)."""
         for line in lines_of(block):
-            self._store(hs, key, line, self._appends)
+            self._store(hs, key, line, front=False)
 
-    def _store(self, hs: HostState, key: float, line: str, pending: _Pending) -> None:
-        lines = pending.get((hs.key, key))
+    def _store(self, hs: HostState, key: float, line: str, front: bool) -> None:
+        pending = self._pending.get(hs.key)
+        if pending is None:
+            pending = self._pending[hs.key] = _Pending(hs)
+        groups = pending.put_backs if front else pending.appends
+        lines = groups.get(key)
         if lines is None:
-            pending[hs.key, key] = [line]
+            groups[key] = [line]
         else:
             lines.append(line)
+        self._pending_lines += 1
         hs.stored += 1
+        self.stored += 1
         if key < hs.stored_best:
             hs.stored_best = key
-        self._spilled[hs.key] = hs
 
-    def _blocks(self, pending: _Pending, front: bool) -> list[QueueItem]:
-        """Pending lines as blocks in the order the store's call takes them (put-backs: each block goes in front of
-        the ones before it, so the last block given is taken first)."""
-        items: list[QueueItem] = []
-        step = self.low
-        for (host, key), lines in pending.items():
-            if front:
-                lines.reverse()  # (evicted newest first: taken oldest first)
-                chunks = [lines[i : i + step] for i in range(0, len(lines), step)]
-                items.extend((host, key, "\n".join(chunk).encode()) for chunk in reversed(chunks))
-            else:
-                items.extend((host, key, "\n".join(lines[i : i + step]).encode()) for i in range(0, len(lines), step))
-        return items
-
-    def flush(self) -> None:
-        """Make the pending writes; what the store refuses goes back to its workbench (over the bound)."""
-        if not self._spilled:
+    def flush(self, hosts: Iterable[str] | None = None, whole_blocks: bool = False) -> None:
+        """Write pending lines to the store, in blocks of up to ``low``: those of ``hosts`` (default: all), and
+        with ``whole_blocks`` only full blocks of appends -- a host that gets one new URL a round then still gets a
+        block of them, not a row per URL (the rest wait, up to ``pending_bound`` lines in all). What the store
+        refuses goes back to its workbench (over the bound)."""
+        if not self._pending:
             return
-        put_backs, appends = self._blocks(self._put_backs, True), self._blocks(self._appends, False)
-        spilled = self._spilled
-        self._appends, self._put_backs, self._spilled = {}, {}, {}
+        if whole_blocks and self._pending_lines > self._pending_bound:
+            whole_blocks = False
+        chosen = self._pending if hosts is None else {h: self._pending[h] for h in hosts if h in self._pending}
+        appends: list[QueueItem] = []
+        put_backs: list[QueueItem] = []
+        step, written = self.low, 0
+        for host, pending in list(chosen.items()):
+            for key, lines in pending.put_backs.items():
+                lines.reverse()  # (evicted newest first: taken oldest first; the last block given goes in front)
+                chunks = [lines[i : i + step] for i in range(0, len(lines), step)]
+                put_backs.extend((host, key, "\n".join(chunk).encode()) for chunk in reversed(chunks))
+                written += len(lines)
+            pending.put_backs = {}
+            for key, lines in list(pending.appends.items()):
+                cut = len(lines) - len(lines) % step if whole_blocks else len(lines)
+                appends.extend((host, key, "\n".join(lines[i : i + step]).encode()) for i in range(0, cut, step))
+                written += cut
+                if cut == len(lines):
+                    del pending.appends[key]
+                elif cut:
+                    pending.appends[key] = lines[cut:]
+            if not pending.appends:
+                del self._pending[host]
+        self._pending_lines -= written
         for items, write in ((put_backs, self.store.put_back), (appends, self.store.push)):
             try:
                 write(items)
             except QueueStoreFull as exc:
                 self.full = str(exc)
-                for host, key, block in items:
-                    hs = spilled[host]
-                    for line in lines_of(block):
-                        hs.queue.push(key, decode(line))
-                        hs.stored -= 1
-                    best = self.store.best(host) if hs.stored else None
-                    hs.stored_best = INFINITY if best is None else best
+                self._refused(items, chosen)
+
+    def _refused(self, items: list[QueueItem], hosts: dict[str, _Pending]) -> None:
+        for host, key, block in items:
+            hs = hosts[host].hs
+            for line in lines_of(block):
+                hs.queue.push(key, decode(line))
+                hs.stored -= 1
+                self.stored -= 1
+            hs.stored_best = self._best(host, self.store.best(host))
+
+    def _best(self, host: str, in_store: float | None) -> float:
+        """A host's best stored score: the store's, or a line's still on its way there."""
+        pending = self._pending.get(host)
+        scores = [*pending.appends, *pending.put_backs] if pending is not None else []
+        return min(scores + ([in_store] if in_store is not None else []), default=INFINITY)
 
     def take(self, hs: HostState, n: int) -> list[UrlEntry]:
         """The host's best stored URLs, out of the store: whole blocks, until ``n`` or more, or all there are."""
@@ -115,10 +150,10 @@ class Workbench:
     def refill(self, hosts: list[HostState], blocks: int = 1) -> dict[str, list[UrlEntry]]:
         """The next ``blocks`` stored blocks of each host (each up to ``low`` URLs: one tops up a workbench below
         ``low``), out of the store in one call."""
-        self.flush()
         wanted = {hs.key: blocks for hs in hosts if hs.stored}
         if not wanted:
             return {hs.key: [] for hs in hosts}
+        self.flush(wanted)  # (theirs, all of it: a host's rows in the store are all its stored URLs)
         try:
             taken = self.store.take_each(wanted)
         except QueueStoreFull as exc:  # (nothing taken: the URLs stay stored, for after the stop)
@@ -129,7 +164,8 @@ class Workbench:
             rows, best = taken.get(hs.key, ((), None))
             entries = out[hs.key] = [entry for block in rows for entry in decode_block(block)]
             hs.stored -= len(entries)
-            hs.stored_best = INFINITY if best is None else best
+            self.stored -= len(entries)
+            hs.stored_best = self._best(hs.key, best)  # (lines a full store refused may still be on their way)
         return out
 
     def stored_rows(self) -> Iterator[QueueItem]:
