@@ -50,6 +50,7 @@ class Workbench:
         self.full: str | None = None  # why the store refused a write (None: it never did)
         self.stored = 0  # URLs of all hosts in the store (or on their way to it)
         self._pending: dict[str, _Pending] = {}
+        self._whole: set[str] = set()  # hosts with a whole block of appends pending, or a put-back
         self._pending_lines = 0
         self._pending_bound = pending_bound
 
@@ -78,9 +79,11 @@ class Workbench:
         groups = pending.put_backs if front else pending.appends
         lines = groups.get(key)
         if lines is None:
-            groups[key] = [line]
+            lines = groups[key] = [line]
         else:
             lines.append(line)
+        if front or len(lines) >= self.low:
+            self._whole.add(hs.key)
         self._pending_lines += 1
         hs.stored += 1
         self.stored += 1
@@ -96,6 +99,8 @@ class Workbench:
             return
         if whole_blocks and self._pending_lines > self._pending_bound:
             whole_blocks = False
+        if whole_blocks:  # (only hosts with something whole to write: not a look at every host each round)
+            hosts, self._whole = self._whole, set()
         chosen = self._pending if hosts is None else {h: self._pending[h] for h in hosts if h in self._pending}
         appends: list[QueueItem] = []
         put_backs: list[QueueItem] = []
