@@ -24,8 +24,9 @@ HOSTS = ["a.test", "b.test", "c.test:8080"]
 
 
 def ranked(entry: UrlEntry) -> float:
-    """A score that says more than depth (hosts are then ranked by their best URL): ties and inversions."""
-    return float(entry.depth) - (len(entry.url) % 3) * 0.5
+    """A score that says more than depth (hosts are then ranked by their best URL): ties and inversions, and a
+    sitemap's hint (core/sitemap_hints.py) moves a URL up."""
+    return float(entry.depth) - (len(entry.url) % 3) * 0.5 - entry.hint
 
 
 class Clock:
@@ -84,12 +85,13 @@ operations = st.lists(
         st.tuples(st.just("release"), st.just(0)),
         st.tuples(st.just("wait"), st.sampled_from([0.2, 1.0, 40.0])),  # (40 s: past the lease TTL)
         st.tuples(st.just("checkpoint"), st.just(0)),  # snapshot, then a new shard restored from it
+        st.tuples(st.just("hints"), st.lists(st.integers(0, 60), max_size=8)),  # a sitemap lists some URLs
     ),
     max_size=60,
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=operations, by_rank=st.booleans(), workbench=st.sampled_from([2, 3, 6]))
 def test_a_stored_frontier_leases_what_an_in_memory_one_leases(
     stores: Stores, ops: list[tuple[str, object]], by_rank: bool, workbench: int
@@ -132,6 +134,10 @@ def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bo
                 frontier.ack([Ack(lease.lease_id, status, clocks[side].now, 0.01, status == 503)])  # type: ignore[arg-type]
             if op == "ack" and lease.kind == "page" and arg != 503:
                 fetched.append(lease.url)
+        elif op == "hints":
+            listed = {e for e in pushed if int(e.rsplit("/", 1)[1].lstrip("p")) in arg}  # type: ignore[operator]
+            for frontier in (memory, stored):
+                frontier.apply_hints({url: (None, 0.9) for url in listed})
         elif op == "wait":
             for clock in clocks:
                 clock.now += arg  # type: ignore[operator]

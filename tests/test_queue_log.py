@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from raycrawl.adapters import queue_segments
 from raycrawl.adapters.lmdb_queue import LmdbQueueStore
-from raycrawl.adapters.queue_segments import QueueSegments
+from raycrawl.adapters.queue_segments import BaseWriter, QueueSegments
 from raycrawl.adapters.storage import open_storage
 from raycrawl.core.queue_log import CorruptLog, LoggedQueueStore, encode_rows, replay
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
@@ -80,13 +80,16 @@ def rows_of(store: QueueStore) -> list[tuple[str, float, bytes]]:
     return list(store.items())
 
 
+@pytest.mark.parametrize("writer", ["process", "thread"])
 def test_checkpoints_write_what_changed_and_a_restore_gives_back_the_cut(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writer: str
 ) -> None:
     monkeypatch.setattr(queue_segments, "MIN_BASE_BYTES", 4_000)  # (a new base after a few logs)
     storage = open_storage(str(tmp_path / "out"))
-    live = LoggedQueueStore(LmdbQueueStore(tmp_path / "live"))
-    segments = QueueSegments(storage, 3, live)
+    lmdb_store = LmdbQueueStore(tmp_path / "live")
+    live = LoggedQueueStore(lmdb_store)
+    base_writer = BaseWriter(lmdb_store.path, storage) if writer == "process" else None
+    segments = QueueSegments(storage, 3, live, base_writer)
     url = 0
     restored_stores: list[LmdbQueueStore] = []
     for cut in range(12):
@@ -105,7 +108,8 @@ def test_checkpoints_write_what_changed_and_a_restore_gives_back_the_cut(
         assert written < 3_000  # (this round's log, compressed; a base is written apart, in its thread)
         pending = []
         if segments._compaction is not None:
-            segments._compaction.thread.join()  # (so that the next checkpoint adopts it)
+            segments._compaction.wait()  # (so that the next checkpoint adopts it)
+            assert segments._compaction.error is None
             pending.append(segments._compaction.name)
         again = LmdbQueueStore(tmp_path / f"again-{cut}", map_bytes=1 << 26)
         restored_stores.append(again)
@@ -115,5 +119,8 @@ def test_checkpoints_write_what_changed_and_a_restore_gives_back_the_cut(
         assert on_disk == sorted(refs + pending)  # (the files no committed checkpoint names are gone)
     assert any("/base-" in ref for ref in refs)  # a base was written, and the logs before it went
     assert segments.checkpoint() == refs  # nothing changed: nothing written
-    for store in (*restored_stores, live.store):
-        store.close()  # type: ignore[union-attr]
+    segments.close()
+    if base_writer is not None:
+        assert not base_writer._process.is_alive()  # (closed with the segments: nothing left running)
+    for store in (*restored_stores, lmdb_store):
+        store.close()

@@ -37,7 +37,7 @@ from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.output_cut import OutputLost, OutputParts, OutputUnwritable
 from raycrawl.actors.placement import ACTOR_LOST, Placement
 from raycrawl.actors.settings import crawl_id_of, fetch_settings, loop_settings, shard_setup
-from raycrawl.adapters.output import read_pages
+from raycrawl.adapters.output import page_parts
 from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 from raycrawl.config import CrawlConfig, saved_settings
 from raycrawl.core.checkpoint_state import CheckpointState
@@ -187,12 +187,14 @@ class Coordinator:
         return bool(ray.get(shard.control.remote(action)))
 
     def _offer_recrawl(self, source: str) -> None:
-        """An earlier crawl's URLs, with what it learned of each, as seeds (its hosts join the scope). On a resume
-        they are in the checkpoint already."""
-        links, known = recrawl_links(read_pages(source, self.cfg.filesystem))
-        self._widen_scope(urls=[link[0] for link in links])
-        self.stats.seeds += len(links)
-        self.crew.offer_links(links, known)
+        """An earlier crawl's URLs, with what it learned of each, as seeds (its hosts join the scope), streamed to
+        their shards one page part at a time: the coordinator never holds the earlier crawl. On a resume they are
+        in the checkpoint already."""
+        for records in page_parts(source, self.cfg.filesystem):
+            links, known = recrawl_links(records)
+            self._widen_scope(urls=[link[0] for link in links])
+            self.stats.seeds += len(links)
+            self.crew.offer_links(links, known)  # (one call per shard and part: the next part waits for it)
 
     def _retry_dead_letters(self, outcomes: frozenset[str]) -> None:
         """Take the URLs whose records ended in ``outcomes`` out of the output and queue them again, with fresh

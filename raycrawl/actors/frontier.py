@@ -20,7 +20,7 @@ from raycrawl.actors.dedup import pack_fingerprints
 from raycrawl.actors.placement import ACTOR_LOST
 from raycrawl.adapters.lmdb_queue import private_store
 from raycrawl.adapters.output import PagesBuffer
-from raycrawl.adapters.queue_segments import QueueSegments, replay_files
+from raycrawl.adapters.queue_segments import BaseWriter, QueueSegments, replay_files
 from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.core.crawl_loop import ShardSummary
@@ -45,7 +45,8 @@ class FrontierShardActor:
         store: QueueStore | None = self._store
         if self._store is not None and self._storage is not None:
             store = logged = LoggedQueueStore(self._store)
-            self._segments = QueueSegments(self._storage, shard_id, logged)
+            writer = BaseWriter(self._store.path, self._storage)
+            self._segments = QueueSegments(self._storage, shard_id, logged, writer)
         self._work = ShardWork(shard_id, setup, self._pages.write, store=store)
         self._peers: list[Any] = []
         self._partitions: list[Any] = []

@@ -171,6 +171,10 @@ class LmdbQueueStore:
     def hosts(self) -> Iterable[str]:
         return list(self._hosts)
 
+    @property
+    def path(self) -> str:
+        return str(self._env.path())
+
     def disk_bytes(self) -> int:
         """What the store's file takes on disk now."""
         return sum(int(p.stat().st_blocks) * 512 for p in Path(self._env.path()).iterdir() if p.is_file())

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,11 +144,15 @@ def clear_output(storage: Storage) -> None:
 
 def read_pages(location: str, filesystem: Any = None) -> list[dict[str, Any]]:
     """Every committed record of the crawl at ``location`` (a directory or a URI), as dicts."""
+    return [record for part in page_parts(location, filesystem) for record in part]
+
+
+def page_parts(location: str, filesystem: Any = None) -> Iterator[list[dict[str, Any]]]:
+    """The committed records of the crawl at ``location``, one page part at a time (a crawl's records need not fit
+    in memory at once)."""
     storage = open_storage(location, filesystem)
-    records: list[dict[str, Any]] = []
     for name in committed_parts(storage, PAGES_DIR):
         data = storage.read(name)
         if data is None:
             raise StorageError(f"{storage.show(name)} is listed in {COMMITTED_FILE} but missing")
-        records.extend(json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip())
-    return records
+        yield [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]

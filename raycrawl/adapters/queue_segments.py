@@ -12,22 +12,29 @@ commits; a resume deletes those a lost run left.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import multiprocessing
 import threading
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator
+from multiprocessing.connection import Connection
 
 from raycrawl.adapters.storage import Storage, StorageError
 from raycrawl.core.queue_log import LoggedQueueStore, encode_rows, replay
-from raycrawl.core.queue_store import QueueStore
+from raycrawl.core.queue_store import QueueStore, order_of_key
 
 MIN_BASE_BYTES = 16 << 20  # logs are replayed as they are until they outgrow the base, and at least this much
+BEGIN_TIMEOUT = 60.0  # seconds for a base writer to fix its view of the store (it starts in ~1 s)
 
 
 class QueueSegments:
-    def __init__(self, storage: Storage, shard_id: int, store: LoggedQueueStore) -> None:
+    def __init__(
+        self, storage: Storage, shard_id: int, store: LoggedQueueStore, base_writer: BaseWriter | None = None
+    ) -> None:
         self.storage = storage
+        self.base_writer = base_writer  # (None: bases are written on a thread of this process)
         self.directory = f"frontier/shard-{shard_id:03d}"
         self.store = store
         self._run = uuid.uuid4().hex[:8]  # (files of this actor: a rebuilt shard never writes over a lost one's)
@@ -58,9 +65,12 @@ class QueueSegments:
                 raise
             self._logs.append((name, written))
         if self._compaction is None and sum(size for _, size in self._logs) > max(
-            MIN_BASE_BYTES, self._base[1] if self._base else 0
+            MIN_BASE_BYTES, 2 * self._base[1] if self._base else 0
         ):
-            self._compaction = _Compaction(self, self._name("base"), len(self._logs))
+            try:
+                self._compaction = _Compaction(self, self._name("base"), len(self._logs))
+            except StorageError:  # (a writer that did not start: the logs stay, a later cut tries again)
+                self._compaction = None
         self._offered = self.refs
         return self._offered
 
@@ -88,17 +98,11 @@ class QueueSegments:
         return f"{self.directory}/{kind}-{self._run}-{next(self._numbers):06d}.z"
 
     def _write(self, name: str, pieces: Iterable[bytes]) -> int:
-        def compressed() -> Iterator[bytes]:
-            z = zlib.compressobj(1)  # (fast: this runs in the pause for the cut)
-            for piece in pieces:
-                yield z.compress(piece)
-            yield z.flush()
-
-        return self.storage.put_ranges(name, compressed())
+        return write_compressed(self.storage, name, pieces)
 
     def _adopt_compaction(self) -> None:
         job = self._compaction
-        if job is None or job.thread.is_alive():
+        if job is None or not job.done():
             return
         self._compaction = None
         if job.error is None:
@@ -106,7 +110,9 @@ class QueueSegments:
 
     def close(self) -> None:
         if self._compaction is not None:
-            self._compaction.thread.join()
+            self._compaction.wait()
+        if self.base_writer is not None:
+            self.base_writer.close()
 
 
 def replay_files(storage: Storage, refs: list[str], into: QueueStore) -> None:
@@ -122,22 +128,123 @@ def replay_files(storage: Storage, refs: list[str], into: QueueStore) -> None:
 
 
 class _Compaction:
-    """A new base, from the store as it is now, written on a thread of its own."""
+    """A new base, from the store as it is now, written by a process of its own (``BaseWriter``) or, for a store
+    that only this process can read (in memory: tests), on a thread."""
 
     def __init__(self, segments: QueueSegments, name: str, covers: int) -> None:
         self.name, self.covers = name, covers  # (the logs it replaces: those written so far)
         self.written = 0
         self.error: str | None = None
+        self._answered = False
+        self._writer = segments.base_writer
+        if self._writer is not None:
+            self._writer.begin(name)  # (returns once the writer's view of the store is fixed)
+            return
         ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(segments, ready), daemon=True, name="queue-base")
-        self.thread.start()
+        self._thread = threading.Thread(target=self._run, args=(segments, ready), daemon=True, name="queue-base")
+        self._thread.start()
         ready.wait()  # (the view is fixed before the shard changes the store again)
+
+    def done(self) -> bool:
+        if self._writer is None:
+            return not self._thread.is_alive()
+        if not self._answered:
+            answer = self._writer.answer()
+            if answer is None:
+                return False
+            self.written, self.error = answer
+            self._answered = True
+        return True
+
+    def wait(self) -> None:
+        if self._writer is None:
+            self._thread.join()
+        elif not self._answered:
+            self.written, self.error = self._writer.answer(timeout=None) or (0, "the base writer went away")
+            self._answered = True
 
     def _run(self, segments: QueueSegments, ready: threading.Event) -> None:
         try:
             rows = segments.store.store.frozen_items(ready)
-            self.written = segments._write(self.name, encode_rows(rows))
+            self.written = write_compressed(segments.storage, self.name, encode_rows(rows))
         except Exception as exc:  # (a base not written is not adopted: the logs it would replace stay)
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             ready.set()
+
+
+def write_compressed(storage: Storage, name: str, pieces: Iterable[bytes]) -> int:
+    def compressed() -> Iterator[bytes]:
+        z = zlib.compressobj(1)  # (fast: a log is written in the pause for the cut)
+        for piece in pieces:
+            yield z.compress(piece)
+        yield z.flush()
+
+    return storage.put_ranges(name, compressed())
+
+
+class BaseWriter:
+    """A process that writes bases of one shard's LMDB store, so that encoding tens of millions of rows never
+    competes with the shard for its interpreter: asked at a cut, it begins a read transaction (LMDB readers in
+    other processes see what the shard committed, and keep that view while the shard writes on), answers "begun",
+    and writes the base from that view. It ends when the shard closes it or goes away (its pipe closes)."""
+
+    def __init__(self, store_path: str, storage: Storage) -> None:
+        context = multiprocessing.get_context("spawn")  # (no fork of an actor's process and its threads)
+        self._conn, child = context.Pipe()
+        self._process = context.Process(
+            target=_serve, args=(child, store_path, storage), daemon=True, name="raycrawl-queue-base"
+        )
+        self._process.start()
+        child.close()
+        self._pending = False
+
+    def begin(self, name: str) -> None:
+        self._conn.send(name)
+        if not self._conn.poll(BEGIN_TIMEOUT) or self._conn.recv() != "begun":
+            raise StorageError(f"the base writer did not begin within {BEGIN_TIMEOUT:g} s")
+        self._pending = True
+
+    def answer(self, timeout: float | None = 0.0) -> tuple[int, str | None] | None:
+        """(bytes written, error) of the base begun last, once it is done (None: not yet)."""
+        try:
+            if not self._pending or not self._conn.poll(timeout):
+                return None
+            self._pending = False
+            written, error = self._conn.recv()
+        except (EOFError, OSError):  # (it died: the base is not adopted, the logs stay)
+            self._pending = False
+            return 0, "the base writer went away"
+        return int(written), error
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._conn.close()
+        self._process.join(timeout=30)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
+
+
+def _serve(conn: Connection, store_path: str, storage: Storage) -> None:
+    import lmdb
+
+    env = lmdb.open(store_path, readonly=True, lock=True, max_dbs=2)
+    rows = env.open_db(b"rows", create=False)
+    while True:
+        try:
+            name = conn.recv()
+        except (EOFError, OSError):
+            return
+        written, error = 0, None
+        try:
+            with env.begin(db=rows, buffers=False) as txn:
+                conn.send("begun")
+                items = ((k[: k.index(b"\x00")].decode(), order_of_key(k), v) for k, v in txn.cursor(db=rows))
+                written = write_compressed(storage, name, encode_rows(items))
+        except Exception as exc:  # (reported to the shard: the base is not adopted, the logs stay)
+            error = f"{type(exc).__name__}: {exc}"
+        try:
+            conn.send((written, error))
+        except (BrokenPipeError, OSError):
+            return

@@ -248,14 +248,22 @@ class FrontierShard:
         now = self._clock()
         for key, urls in by_host.items():
             hs = self._hosts.get(key)
-            if hs is None or not hs.queue:
+            if hs is None or not hs.queued:
                 continue
             listed = set(urls)
 
             def is_listed(entry: UrlEntry, listed: set[str] = listed) -> bool:
                 return entry.kind == "page" and entry.url in listed
 
-            for entry in hs.queue.remove_if(is_listed):
+            # The stored URLs come out, and go back through the workbench's rule (core/workbench.py): those the
+            # hint scores again take their new places. (A sitemap is read once per host: this is not per URL.)
+            stored = self._bench.take(hs, hs.stored) if self._bench is not None and hs.stored else []
+            listed_stored = [entry for entry in stored if is_listed(entry)]
+            for entry in stored:  # (the others first, in their order: then the listed, as in memory)
+                if not is_listed(entry):
+                    self._queued -= 1
+                    self._enqueue(hs, entry)
+            for entry in [*hs.queue.remove_if(is_listed), *listed_stored]:
                 hint = hints[entry.url]
                 if unchanged_since_capture(hint, entry.known):
                     self._queued -= 1
@@ -263,7 +271,10 @@ class FrontierShard:
                     self._end(entry, "skipped_unchanged", "the sitemap's lastmod is older than the last capture")
                 else:
                     entry.hint = score_bonus(hint, now)
-                    hs.queue.push(self._score(entry), entry)
+                    self._queued -= 1
+                    self._enqueue(hs, entry)
+            if self._bench is not None:
+                self._bench.flush()
             self._schedule(hs)
 
     def _host(self, url: str) -> HostState:
