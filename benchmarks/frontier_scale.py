@@ -150,6 +150,7 @@ def run(kind: str, total: int, hosts: int, marks: list[int], directory: str | No
         bench.checkpoint()
         # an interval of change, then a checkpoint of it
         bench.push(INTERVAL_PUSHES)
+        base_writing = bench.segments is not None and bench.segments._compaction is not None
         lease_rate = bench.lease_ack(INTERVAL_LEASES)
         pause, written = bench.checkpoint()
         anon, file_backed = rss()  # (after the cut: the log of an interval is held in memory until then)
@@ -164,6 +165,7 @@ def run(kind: str, total: int, hosts: int, marks: list[int], directory: str | No
                 "page_cache_mb": file_backed / 2**20,
                 "push_per_s": rate,
                 "lease_ack_per_s": lease_rate,
+                "base_being_written": base_writing,  # (by the shard's base writer process, beside it)
                 "checkpoint_pause_s": pause,
                 "checkpoint_mb": written / 2**20,
                 "disk_bytes_per_url": bench.disk() / queued,

@@ -11,6 +11,7 @@ held until the coordinator has rebuilt it (``set_partition``).
 from __future__ import annotations
 
 import json
+import os
 import zlib
 from typing import Any
 
@@ -45,7 +46,7 @@ class FrontierShardActor:
         store: QueueStore | None = self._store
         if self._store is not None and self._storage is not None:
             store = logged = LoggedQueueStore(self._store)
-            writer = BaseWriter(self._store.path, self._storage)
+            writer = BaseWriter(os.path.dirname(self._store.path), self._storage)
             self._segments = QueueSegments(self._storage, shard_id, logged, writer)
         self._work = ShardWork(shard_id, setup, self._pages.write, store=store)
         self._peers: list[Any] = []

@@ -18,7 +18,6 @@ import os
 import shutil
 import struct
 import tempfile
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -155,12 +154,6 @@ class LmdbQueueStore:
             for key, row in txn.cursor(db=self._rows):
                 host = key[: key.index(b"\x00")].decode()
                 yield host, order_of_key(key), row
-
-    def frozen_items(self, ready: threading.Event) -> Iterator[QueueItem]:
-        with self._env.begin(buffers=False) as txn:  # (LMDB keeps this view while later writes commit)
-            ready.set()
-            for key, row in txn.cursor(db=self._rows):
-                yield key[: key.index(b"\x00")].decode(), order_of_key(key), row
 
     def count(self, host: str) -> int:
         return self._hosts.get(host, 0)

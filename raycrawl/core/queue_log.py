@@ -14,7 +14,6 @@ count's items:
 from __future__ import annotations
 
 import struct
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 
 from raycrawl.core.queue_store import QueueItem, QueueStore
@@ -145,6 +144,3 @@ class LoggedQueueStore:
 
     def items(self) -> Iterator[QueueItem]:
         return self.store.items()
-
-    def frozen_items(self, ready: threading.Event) -> Iterator[QueueItem]:
-        return self.store.frozen_items(ready)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import heapq
 import struct
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
@@ -87,10 +86,6 @@ class QueueStore(Protocol):
     def items(self) -> Iterator[QueueItem]:
         """Every row, host by host in take order, without taking any (the store must not change meanwhile)."""
 
-    def frozen_items(self, ready: threading.Event) -> Iterator[QueueItem]:
-        """``items()`` as they are when ``ready`` is set (on the first ``next``), for another thread to read while
-        this one goes on changing the store."""
-
 
 class MemoryQueueStore:
     """The contract kept in memory: a heap per host."""
@@ -144,8 +139,3 @@ class MemoryQueueStore:
         for host, heap in self._heaps.items():
             for order, _, row in sorted(heap):
                 yield host, order, row
-
-    def frozen_items(self, ready: threading.Event) -> Iterator[QueueItem]:
-        rows = list(self.items())
-        ready.set()
-        yield from rows
