@@ -57,8 +57,8 @@ def progress(
         "stop_reason": loop.user_stop or loop.stop_reason,
         "checkpoint_error": checkpoint_error,
         "checkpoints": len(checkpoints),
-        # the last cut: its id, seconds to snapshot and commit, bytes written; pause_s: from the stop of leasing to
-        # the cut's end (fetches under way finishing included)
+        # the last cut: its id, seconds to snapshot and commit, bytes written; pause_s: from the stop of leasing until
+        # the crawl was at rest (fetches under way finishing). The crawl is held for pause_s + seconds.
         "last_checkpoint": {**checkpoints[-1], "pause_s": round(loop.last_quiesce, 3)} if checkpoints else None,
     }
 

@@ -293,7 +293,7 @@ class CrawlLoop:
 
     @property
     def last_quiesce(self) -> float:
-        """Seconds the last checkpoint held the crawl: from the stop of leasing to the end of the cut."""
+        """Seconds the last checkpoint waited for the crawl to be at rest: from the stop of leasing to the cut."""
         return self._last_quiesce
 
     def checkpointed(self) -> None:
