@@ -23,6 +23,7 @@ import uuid
 import zlib
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection
+from typing import Any
 
 from raycrawl.adapters.lmdb_queue import PREFIX, LmdbQueueStore
 from raycrawl.adapters.storage import Storage, StorageError
@@ -205,20 +206,27 @@ def write_compressed(storage: Storage, name: str, pieces: Iterable[bytes]) -> in
 class BaseWriter:
     """A process that writes one shard's new bases (``rebuild_base``), so that replaying and encoding tens of
     millions of rows never competes with the shard for its interpreter. It ends when the shard closes it or goes
-    away (its pipe closes)."""
+    away (its pipe closes). Started at the first base (most crawls never need one: no process for them)."""
 
     def __init__(self, scratch_dir: str, storage: Storage) -> None:
+        self._scratch_dir, self._storage = scratch_dir, storage
+        self._process: Any = None
+        self._conn: Any = None
+        self._pending = False
+
+    def _start(self) -> None:
         context = multiprocessing.get_context("spawn")  # (no fork of an actor's process and its threads)
         self._conn, child = context.Pipe()
         self._process = context.Process(
-            target=_serve, args=(child, scratch_dir, storage), daemon=True, name="raycrawl-queue-base"
+            target=_serve, args=(child, self._scratch_dir, self._storage), daemon=True, name="raycrawl-queue-base"
         )
         self._process.start()
         child.close()
-        self._pending = False
 
     def begin(self, name: str, refs: list[str]) -> None:
         try:
+            if self._process is None:
+                self._start()
             self._conn.send((name, refs))
         except (BrokenPipeError, OSError) as exc:
             raise StorageError(f"the base writer went away: {exc}") from None
@@ -237,6 +245,8 @@ class BaseWriter:
         return int(written), error
 
     def close(self) -> None:
+        if self._process is None:
+            return
         with contextlib.suppress(OSError):
             self._conn.close()
         self._process.join(timeout=30)
