@@ -15,6 +15,7 @@ from raycrawl.adapters.lmdb_queue import LmdbQueueStore
 from raycrawl.core.frontier import FrontierSettings, FrontierShard, ScoreFn
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import by_depth
+from raycrawl.core.queue_log import LoggedQueueStore, replay
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
 from raycrawl.core.records import Ack, Lease, UrlEntry
 from raycrawl.core.workbench import decode, decode_block, encode
@@ -196,3 +197,17 @@ def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bo
 def test_a_stored_block_gives_back_its_entries(entries: list[UrlEntry]) -> None:
     assert [decode(encode(entry)) for entry in entries] == entries
     assert decode_block("\n".join(encode(entry) for entry in entries).encode()) == entries
+
+
+def test_a_shard_restored_from_its_store_log_counts_what_waits_on_disk() -> None:
+    """As the actor checkpoints: the snapshot counts each host's stored URLs, the store comes back by its log."""
+    logged = LoggedQueueStore(MemoryQueueStore())
+    before = shard(Clock(), by_depth, logged)
+    before.push([UrlEntry(f"http://{HOSTS[i % 3]}/{i}", 1) for i in range(200)])
+    saved = before.snapshot(stored_rows=False)
+    replayed = MemoryQueueStore()
+    replay(replayed, logged.take_log())
+    after = shard(Clock(), by_depth, LoggedQueueStore(replayed))
+    after.restore(saved)
+    assert after.queued == before.queued == 200
+    assert after.summary()["queued_on_disk"] == before.summary()["queued_on_disk"] > 150

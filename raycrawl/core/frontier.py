@@ -669,9 +669,7 @@ class FrontierShard:
         if self._bench is not None and stored_rows:  # the URLs past the workbenches: (host, score, block)
             snapshot["stored"] = [[host, key, row.decode()] for host, key, row in self._bench.stored_rows()]
         elif self._bench is not None:
-            self._bench.flush()  # (what the log records, up to this cut)
-            for saved, hs in zip(hosts, self._hosts.values(), strict=True):
-                saved["stored"] = hs.stored
+            self._bench.flush()  # (what the log records, up to this cut; each host's saved state counts its own)
         return snapshot
 
     def restore(self, snapshot: dict[str, Any]) -> None:
@@ -691,6 +689,7 @@ class FrontierShard:
                 self._enqueue(hs, entry)
             if "stored" not in snapshot and saved.get("stored") and self._bench is not None:
                 hs.stored += saved["stored"]  # (the store holds them: replayed from its log)
+                self._bench.stored += saved["stored"]
                 best = self._bench.store.best(hs.key)
                 hs.stored_best = min(hs.stored_best, float("inf") if best is None else best)
                 self._queued += saved["stored"]

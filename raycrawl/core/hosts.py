@@ -151,6 +151,8 @@ class HostState:
         out["robots"] = self.robots.to_dict() if self.robots is not None else None
         if self.held:
             out["held"] = [e.to_row() for e in self.held]
+        if self.stored:  # (its URLs in the queue store: saved by the store's log, counted here)
+            out["stored"] = self.stored
         out["closed"] = list(self.closed) if self.closed else None
         return out
 
