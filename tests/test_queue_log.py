@@ -5,6 +5,7 @@ replaces go once a checkpoint naming it commits."""
 
 from __future__ import annotations
 
+import shutil
 import struct
 from pathlib import Path
 
@@ -113,7 +114,9 @@ def test_checkpoints_write_what_changed_and_a_restore_gives_back_the_cut(
             pending.append(segments._compaction.name)
         again = LmdbQueueStore(tmp_path / f"again-{cut}", map_bytes=1 << 26)
         restored_stores.append(again)
-        QueueSegments(storage, 3, LoggedQueueStore(MemoryQueueStore())).restore(refs, again)
+        shutil.copytree(tmp_path / "out", tmp_path / f"copy-{cut}")  # (a restore takes the files over)
+        copy = open_storage(str(tmp_path / f"copy-{cut}"))
+        QueueSegments(copy, 3, LoggedQueueStore(MemoryQueueStore())).restore(refs, again)
         assert rows_of(again) == rows_of(live)  # (nothing changed since the cut)
         on_disk = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out/frontier").rglob("*.z"))
         assert on_disk == sorted(refs + pending)  # (the files no committed checkpoint names are gone)

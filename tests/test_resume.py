@@ -105,8 +105,9 @@ def test_sigkill_then_resume_records_every_page_once(
     assert set(storage.list("pages") + storage.list("warc")) == set(committed_parts(storage))
     assert json.loads(storage.read("stats.json") or b"{}")["finished"] is True
     # The queues waited on disk (a workbench of 16 URLs per host in memory) and the checkpoints that the resume
-    # replayed named their logs in the output.
+    # replayed named their logs in the output; so did the seen-set's partitions (their changes since each cut).
     assert any(storage.list(f"frontier/shard-{i:03d}") for i in range(2))
+    assert storage.list("seen/part-000")
 
     # Fetched twice: at most one checkpoint interval of work, i.e. what the server saw in the interval before the
     # kill (checkpoint cuts are at most INTERVAL apart; 0.2 s for the kill itself to land).

@@ -235,7 +235,7 @@ class Coordinator:
         with self._lock:
             self._status = self._progress("finished")
             self._final = summary
-        ray.get([s.close.remote() for s in self.crew.shards])
+        self.crew.close()
         return summary
 
     def _warm_up(self) -> None:

@@ -41,7 +41,8 @@ class Crew:
         self._dedup_args = (kind, max(1000, capacity // setup.partitions), error_rate)
         self.placement = placement or Placement()
         self.recoveries = 0
-        makers = [self._shard_maker(i) for i in range(setup.shards)] + [self._partition] * setup.partitions
+        makers = [self._shard_maker(i) for i in range(setup.shards)]
+        makers += [self._partition_maker(p) for p in range(setup.partitions)]
         actors, nodes = self.placement.place(makers)
         self.shards: list[Any] = actors[: setup.shards]
         self.partitions: list[Any] = actors[setup.shards :]
@@ -54,8 +55,11 @@ class Crew:
     def _shard_maker(self, shard_id: int) -> ActorMaker:
         return lambda place: self._shard_class.options(scheduling_strategy=place).remote(shard_id, self.setup)
 
-    def _partition(self, place: Any) -> Any:
-        return self._dedup_class.options(scheduling_strategy=place).remote(*self._dedup_args)
+    def _partition_maker(self, partition: int) -> ActorMaker:
+        setup = self.setup
+        return lambda place: self._dedup_class.options(scheduling_strategy=place).remote(
+            *self._dedup_args, partition, setup.out, setup.filesystem
+        )
 
     def offer_seeds(self, seeds: list[str], tracking_params: tuple[str, ...]) -> None:
         """Seeds go to their hosts' shards, to be screened and deduplicated like any link."""
@@ -95,7 +99,7 @@ class Crew:
         self.placement.avoid(self.nodes[offset + p] for p in dead)  # (a hard affinity never outlives its node)
         blobs = checkpoint()
         logs = ray.get([s.seen_log.remote(p) for p in dead for s in self.shards])
-        fresh, nodes = self.placement.place([self._partition] * len(dead))
+        fresh, nodes = self.placement.place([self._partition_maker(p) for p in dead])
         calls = []
         for k, p in enumerate(dead):
             self.partitions[p], self.nodes[offset + p] = fresh[k], nodes[k]
@@ -137,7 +141,11 @@ class Crew:
         )
 
     def checkpointed(self) -> None:
-        ray.get([s.checkpointed.remote() for s in self.shards])
+        """The checkpoint committed: files in the crawl's storage that only older ones named go."""
+        ray.get([a.checkpointed.remote() for a in [*self.shards, *self.partitions]])
+
+    def close(self) -> None:
+        ray.get([a.close.remote() for a in [*self.shards, *self.partitions]])
 
     def where(self, addresses: bool = False) -> dict[str, list[str]]:
         """The node of each shard and each partition, in their order, as placed: Ray node ids, or (``addresses``)

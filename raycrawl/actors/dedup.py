@@ -3,18 +3,21 @@
 Fingerprints travel as the raw bytes of an ``array('Q')`` and the answer as one byte per fingerprint:
 two flat buffers instead of a pickled Python object per URL. A partition also keeps the payloads captured in the
 crawl whose keys are its own (core/captures.py): fetch tasks ask it, once per batch of pages, which are duplicates.
+With the crawl's storage, a checkpoint copies only what changed in the partition since the last one
+(adapters/seen_segments.py); without, the partition is the checkpoint's part, whole.
 """
 
 from __future__ import annotations
 
 from array import array
-from typing import Literal
 
 import ray
 
-from raycrawl.core.captures import Capture, CaptureRegistry, Claim
-from raycrawl.core.partitions import pack_part, unpack_part
-from raycrawl.core.seen import BloomSeenSet, ExactSeenSet, SeenSet
+from raycrawl.adapters.seen_segments import SeenSegments, refs_of
+from raycrawl.adapters.snapshots import StoreUnavailable
+from raycrawl.adapters.storage import StorageError, open_storage
+from raycrawl.core.captures import Capture, Claim
+from raycrawl.core.seen_partition import SeenKind, SeenPartition
 
 
 def pack_fingerprints(fps: list[int]) -> bytes:
@@ -23,33 +26,57 @@ def pack_fingerprints(fps: list[int]) -> bytes:
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class DedupActor:
-    def __init__(self, kind: Literal["exact", "bloom"], capacity: int, error_rate: float) -> None:
-        self._kind, self._capacity, self._error_rate = kind, capacity, error_rate
-        self._seen: SeenSet = ExactSeenSet() if kind == "exact" else BloomSeenSet(capacity, error_rate)
-        self._captures = CaptureRegistry()
+    def __init__(
+        self,
+        kind: SeenKind,
+        capacity: int,
+        error_rate: float,
+        partition: int = 0,
+        out: str | None = None,
+        filesystem: str | None = None,
+    ) -> None:
+        self._id = partition
+        self._state = SeenPartition(kind, capacity, error_rate)
+        storage = open_storage(out, filesystem) if out else None
+        self._segments = SeenSegments(storage, partition, self._state) if storage is not None else None
 
     def snapshot(self) -> bytes:
-        return pack_part(self._seen.to_bytes(), self._captures.to_bytes() if len(self._captures) else b"")
+        if self._segments is None:
+            return self._state.whole()
+        try:
+            return self._segments.checkpoint()
+        except StorageError as exc:
+            raise StoreUnavailable(f"seen-set partition {self._id} cannot write its changes: {exc}") from None
+
+    def checkpointed(self) -> None:
+        if self._segments is not None:
+            self._segments.committed()
 
     def restore(self, data: bytes) -> None:
-        seen, captures = unpack_part(data)
-        if self._kind == "exact":
-            self._seen = ExactSeenSet.from_bytes(seen)
-        else:
-            self._seen = BloomSeenSet.from_bytes(seen, self._capacity, self._error_rate)
-        self._captures = CaptureRegistry.from_bytes(captures)
+        refs = refs_of(data)
+        if refs is None:
+            self._state.restore(data)
+            return
+        if self._segments is None:
+            raise StoreUnavailable("a checkpoint whose seen-set is in the crawl's storage, and no storage to read")
+        try:
+            self._segments.restore(refs)
+        except StorageError as exc:
+            raise StoreUnavailable(f"seen-set partition {self._id} cannot be restored: {exc}") from None
 
     def claim_payloads(self, claims: list[Claim]) -> list[Capture | None]:
-        return self._captures.claim(claims)
+        return self._state.claim_payloads(claims)
 
     def add_new(self, packed: bytes) -> bytes:
-        fps = array("Q")
-        fps.frombytes(packed)
-        return bytes(self._seen.add_new(fps))
+        return self._state.add_new(packed)
 
     def stats(self) -> dict[str, float]:
-        return self._seen.stats() | {"payloads": len(self._captures)}
+        return self._state.stats()
 
     def node(self) -> str:
         """The Ray node this partition runs on."""
         return str(ray.get_runtime_context().get_node_id())
+
+    def close(self) -> None:
+        if self._segments is not None:
+            self._segments.close()

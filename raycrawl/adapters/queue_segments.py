@@ -14,18 +14,17 @@ left.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import multiprocessing
 import os
 import tempfile
 import threading
-import uuid
 import zlib
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
 from raycrawl.adapters.lmdb_queue import PREFIX, LmdbQueueStore
+from raycrawl.adapters.segments import SegmentChain
 from raycrawl.adapters.storage import Storage, StorageError
 from raycrawl.core.queue_log import LoggedQueueStore, encode_rows, replay
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
@@ -39,20 +38,14 @@ class QueueSegments:
     ) -> None:
         self.storage = storage
         self.base_writer = base_writer  # (None: bases are written on a thread of this process)
-        self.directory = f"frontier/shard-{shard_id:03d}"
+        self.chain = SegmentChain(storage, f"frontier/shard-{shard_id:03d}")
         self.store = store
-        self._run = uuid.uuid4().hex[:8]  # (files of this actor: a rebuilt shard never writes over a lost one's)
-        self._numbers = itertools.count(1)
-        self._base: tuple[str, int] | None = None  # (name, bytes)
-        self._logs: list[tuple[str, int]] = []  # after the base, oldest first
         self._unwritten = b""  # a log whose write failed: written with the next one
         self._compaction: _Compaction | None = None
-        self._committed: set[str] = set()
-        self._offered: list[str] = []  # what the last checkpoint named (committed once it commits)
 
     @property
     def refs(self) -> list[str]:
-        return ([self._base[0]] if self._base else []) + [name for name, _ in self._logs]
+        return self.chain.refs
 
     def checkpoint(self) -> list[str]:
         """At a cut: write what changed since the last checkpoint; the files a restore replays (raises
@@ -61,48 +54,29 @@ class QueueSegments:
         log = self._unwritten + self.store.take_log()
         self._unwritten = b""
         if log:
-            name = self._name("log")
+            name = self.chain.name("log")
             try:
-                written = self._write(name, [log])
+                written = write_compressed(self.storage, name, [log])
             except StorageError:
                 self._unwritten = log
                 raise
-            self._logs.append((name, written))
-        if self._compaction is None and sum(size for _, size in self._logs) > max(
-            MIN_BASE_BYTES, 2 * self._base[1] if self._base else 0
-        ):
+            self.chain.logs.append((name, written))
+        if self._compaction is None and self.chain.logs_outgrow_base(MIN_BASE_BYTES):
             try:
-                self._compaction = _Compaction(self, self._name("base"), self.refs, len(self._logs))
+                self._compaction = _Compaction(self, self.chain.name("base"), self.refs, len(self.chain.logs))
             except StorageError:  # (a writer that did not start: the logs stay, a later cut tries again)
                 self._compaction = None
-        self._offered = self.refs
-        return self._offered
+        return self.chain.offer()
 
     def committed(self) -> None:
         """The last checkpoint committed: files only older ones named go."""
-        offered = set(self._offered)
-        self.storage.delete(sorted(self._committed - offered))
-        self._committed = offered
+        self.chain.committed()
 
     def restore(self, refs: list[str], into: QueueStore) -> None:
         """Replay ``refs`` (a checkpoint's) into the (empty) store behind the log; they become this shard's files,
         and files of the directory that no one names (a lost run's) go."""
         replay_files(self.storage, refs, into)
-        sizes = [(name, 0) for name in refs]
-        if refs and "/base-" in refs[0]:
-            self._base, self._logs = sizes[0], sizes[1:]
-        else:
-            self._logs = sizes
-        self._committed, self._offered = set(refs), list(refs)
-        named = set(refs)
-        strays = [f"{self.directory}/{n}" for n in self.storage.list(self.directory)]
-        self.storage.delete(sorted(n for n in strays if n not in named))
-
-    def _name(self, kind: str) -> str:
-        return f"{self.directory}/{kind}-{self._run}-{next(self._numbers):06d}.z"
-
-    def _write(self, name: str, pieces: Iterable[bytes]) -> int:
-        return write_compressed(self.storage, name, pieces)
+        self.chain.adopt(refs)
 
     def _adopt_compaction(self) -> None:
         job = self._compaction
@@ -110,7 +84,7 @@ class QueueSegments:
             return
         self._compaction = None
         if job.error is None:
-            self._base, self._logs = (job.name, job.written), self._logs[job.covers :]
+            self.chain.based(job.name, job.written, job.covers)
 
     def close(self) -> None:
         if self._compaction is not None:

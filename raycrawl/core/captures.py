@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from raycrawl.core.partitions import partition_of
@@ -62,6 +62,7 @@ class CaptureRegistry:
 
     def __init__(self) -> None:
         self._first: dict[bytes, tuple[str, str, str]] = {}
+        self._changed: set[bytes] = set()  # keys set since take_changes
 
     def __len__(self) -> int:
         return len(self._first)
@@ -77,19 +78,40 @@ class CaptureRegistry:
             first = self._first.get(key)
             if first is None or first[0] == capture.url:
                 self._first[key] = (capture.url, capture.record_id, capture.date)
+                self._changed.add(key)
                 answers.append(None)
             else:
                 answers.append(Capture(*first))
         return answers
 
     def to_bytes(self) -> bytes:
-        rows = [[key.hex(), *first] for key, first in self._first.items()]
-        return zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), 3)
+        return _encode(self._first.items())
+
+    def copy(self) -> CaptureRegistry:
+        """The rows as they are now (a dict copy: cheap), to encode elsewhere while this one changes."""
+        registry = CaptureRegistry()
+        registry._first = dict(self._first)
+        return registry
+
+    def take_changes(self) -> bytes:
+        """The keys set since the last call, as ``to_bytes`` encodes them (b"" for none): applied in order after
+        the whole registry of an earlier cut, they make this one (``apply``)."""
+        changed, self._changed = self._changed, set()
+        return _encode((key, self._first[key]) for key in changed) if changed else b""
+
+    def apply(self, data: bytes) -> None:
+        """Rows of ``to_bytes`` or ``take_changes``, set over what is here (not counted as changes)."""
+        if data:
+            for key, url, record_id, date in json.loads(zlib.decompress(data)):
+                self._first[bytes.fromhex(key)] = (url, record_id, date)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> CaptureRegistry:
         registry = cls()
-        if data:
-            for key, url, record_id, date in json.loads(zlib.decompress(data)):
-                registry._first[bytes.fromhex(key)] = (url, record_id, date)
+        registry.apply(data)
         return registry
+
+
+def _encode(items: Iterable[tuple[bytes, tuple[str, str, str]]]) -> bytes:
+    rows = [[key.hex(), *first] for key, first in items]
+    return zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), 3)

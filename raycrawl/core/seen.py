@@ -40,11 +40,17 @@ class SeenSet(Protocol):
         """The whole seen-set, for a checkpoint."""
         ...
 
+    def take_added(self) -> bytes:
+        """The fingerprints added since the last call (8 bytes each, little-endian): what a checkpoint that copies
+        only what changed writes (core/seen_partition.py)."""
+        ...
+
 
 class ExactSeenSet:
     def __init__(self) -> None:
         self._sorted: NDArray[np.uint64] = _EMPTY
         self._recent: NDArray[np.uint64] = _EMPTY  # sorted too; merged into _sorted past an eighth of its size
+        self._added: list[NDArray[np.uint64]] = []  # since take_added
         self.checks = 0
         self.hits = 0
 
@@ -65,6 +71,7 @@ class ExactSeenSet:
         fresh = distinct[new]
         if len(fresh):
             self._recent = _merged(self._recent, fresh)
+            self._added.append(fresh)
         if len(self._recent) > max(_MIN_MERGE, len(self._sorted) >> 3):
             self._merge()
         self.checks += len(batch)
@@ -85,6 +92,11 @@ class ExactSeenSet:
 
     def to_bytes(self) -> bytes:
         return self.fingerprints().astype("<u8", copy=False).tobytes()  # 8 bytes per URL, sorted
+
+    def take_added(self) -> bytes:
+        added = np.concatenate(self._added) if self._added else _EMPTY
+        self._added = []
+        return added.astype("<u8", copy=False).tobytes()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ExactSeenSet:
@@ -131,6 +143,7 @@ class BloomSeenSet:
         self._filter = ScalableBloomFilter(capacity, error_rate / _RATIO, ScalableBloomFilter.SMALL_SET_GROWTH)
         self.capacity = capacity
         self.error_rate = error_rate
+        self._added = array("Q")  # since take_added
         self.checks = 0
         self.hits = 0
         self.expected_false_drops = 0.0
@@ -160,6 +173,7 @@ class BloomSeenSet:
             already = add(fp.to_bytes(8, "big"))
             if not already:
                 self.expected_false_drops += p  # this new URL had that chance of being dropped as "seen"
+                self._added.append(fp)
             out.append(not already)
         self.checks += len(out)
         self.hits += len(out) - sum(out)
@@ -173,6 +187,10 @@ class BloomSeenSet:
         self._filter.tofile(buffer)
         header = json.dumps({"format": "scalable", "expected_false_drops": self.expected_false_drops}).encode()
         return len(header).to_bytes(4, "big") + header + buffer.getvalue()
+
+    def take_added(self) -> bytes:
+        added, self._added = self._added, array("Q")
+        return np.frombuffer(added, dtype=np.uint64).astype("<u8", copy=False).tobytes()
 
     @classmethod
     def from_bytes(cls, data: bytes, capacity: int, error_rate: float) -> BloomSeenSet:
