@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from raycrawl.errors import ConfigError, UnknownHost
+from raycrawl.progress import tasks_text
 
 COMMANDS = {
     "list": "the crawls running on the cluster",
@@ -121,8 +122,9 @@ def _status_line(crawl_id: str, status: dict[str, Any]) -> str:
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(status.get("outcomes", {}).items())) or "none"
         why = status.get("stop_reason")
         return f"raycrawl: {crawl_id}: finished ({why}): {status.get('records')} records ({outcomes})"
-    keys = ("pages", "pages_per_s", "queued", "leased", "tasks_in_flight", "hosts_ready", "hosts_paused")
+    keys = ("pages", "pages_per_s", "queued", "leased", "hosts_ready", "hosts_paused")
     parts = [f"{key.replace('_', ' ')} {status[key]}" for key in keys if key in status]
+    parts.append(f"tasks running/wanted/ceiling {tasks_text(status)}")
     return f"raycrawl: {crawl_id}: {state}" + (f": {', '.join(parts)}" if parts else "")
 
 

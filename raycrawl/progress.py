@@ -33,12 +33,24 @@ def in_ray_job() -> bool:
     return RAY_JOB_ENV in os.environ
 
 
+def tasks_text(status: dict[str, Any]) -> str:
+    """Fetch tasks as running/wanted/ceiling (demand: core/demand.py), and CPUs asked of an autoscaler if any."""
+    demand = status.get("demand") or {}
+    text = f"{demand.get('tasks_running', status.get('tasks_in_flight', 0))}"
+    if demand:
+        text += f"/{demand.get('tasks_wanted', 0)}/{demand.get('tasks_ceiling', 0)}"
+        if demand.get("autoscaler"):
+            text += f" ({demand.get('cpus_requested', 0)} CPUs asked, {demand.get('nodes', 0)} nodes)"
+    return text
+
+
 def describe(status: dict[str, Any]) -> dict[str, Any]:
     """The numbers a bar shows as its postfix (the one rate shown)."""
     return {
         "pages/s": status.get("pages_per_s", 0),
         "queued": status.get("queued", 0),
         "in flight": status.get("leased", 0),
+        "tasks": tasks_text(status),
         "hosts ready": status.get("hosts_ready", 0),
         "paused": status.get("hosts_paused", 0),
         "errors": status.get("errors", 0),

@@ -20,6 +20,10 @@ def test_pause_add_seeds_resume_and_analyse(tmp_path: Path) -> None:
         seeds = web.graph.seeds()
         crawl = Crawl(local_config(seeds=(seeds[0],), out=str(tmp_path), delay=0.05)).start()
         wait_until(lambda: crawl.status().get("pages", 0) >= 10, 120, "10 pages")
+        # Demand in view: this Ray's 2 CPUs hold 4 tasks of 0.5; no autoscaler here, so nothing is asked.
+        demand = crawl.status()["demand"]
+        assert demand["tasks_ceiling"] == 4 and demand["cluster_cpus"] == 2.0 and demand["nodes"] == 1
+        assert 1 <= demand["tasks_wanted"] <= 4 and not demand["autoscaler"] and demand["cpus_requested"] == 0
         crawl.pause()
         wait_until(lambda: crawl.status().get("state") == "paused", 30, "the paused state")
         wait_until(lambda: crawl.status().get("leased") == 0, 30, "in-flight fetches to finish")
@@ -42,6 +46,7 @@ def test_pause_add_seeds_resume_and_analyse(tmp_path: Path) -> None:
     assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)  # added hosts joined the scope
     assert len(page_requests(requests)) == len(reachable)
     assert summary["seeds"] == len(seeds)
+    assert summary["demand"]["peaks"]["tasks_wanted"] >= 1 and summary["demand"]["cpus_requested"] == 0
     assert set(hosts.index) == {web.graph.netloc(h) for h in range(spec.hosts)}
     assert {"queued", "delay", "delay_reason", "robots", "paused"} <= set(hosts.columns)
     frame = dataset.to_pandas()

@@ -5,8 +5,9 @@ One round (the decisions are ``core/crawl_loop.CrawlLoop``'s; this class makes t
   1. every shard gets one ``lease`` call (in parallel): a quota; it answers with a lease batch, which stays in
      Ray's object store, and a small summary (counts, the batch's size and first due time, the crawl's counters
      it moved since the last round), the only part fetched here;
-  2. staged batches are cut into fetch tasks (many shards' batches per task, passed by reference), up to
-     ``max_tasks_in_flight``;
+  2. staged batches are cut into fetch tasks (many shards' batches per task, passed by reference), up to as many
+     as the cluster's CPUs hold (``max_tasks_in_flight`` at most); on a cluster with an autoscaler, the CPUs that
+     the crawl's demand needs are asked for (actors/capacity.py, core/demand.py);
   3. ``ray.wait`` until a task ends or the next round is due.
 Fetch tasks settle their results with the shards that leased them; shards send new links through the seen-set
 partitions to the shards that own them. The crawl ends exactly when it is at rest (no task, no link on its way)
@@ -29,6 +30,7 @@ import ray
 from ray.exceptions import RayError
 
 from raycrawl.actors import checkpoints, reporting
+from raycrawl.actors.capacity import ClusterCapacity
 from raycrawl.actors.crew import Crew
 from raycrawl.actors.dedup import DedupActor
 from raycrawl.actors.fetch_task import fetch_batch, warm_up
@@ -87,6 +89,7 @@ class Coordinator:
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer)
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)
         self.metrics = CrawlMetrics(self.crawl_id)
+        self.capacity = ClusterCapacity(cfg.fetch_task_cpus, cfg.max_tasks_in_flight)
         self.loop = CrawlLoop(loop_settings(cfg), self.num_shards)
         self._incoming_seeds: list[str] = []  # seeds added while running, taken by the next round
         self._finished = False
@@ -229,6 +232,7 @@ class Coordinator:
                     break
         finally:
             self.output.close()
+            self.capacity.withdraw()
         self._finished = self.loop.user_stop is None
         summary = self._summary()
         self._write_stats(summary)
@@ -241,9 +245,8 @@ class Coordinator:
     def _warm_up(self) -> None:
         """Start the fetch workers now, not mid-crawl (see warm_up); bounded, and harmless if it times out."""
         options = {"num_cpus": self.cfg.fetch_task_cpus}
-        refs = [
-            warm_up.options(**options).remote(self.fetch_settings, 0.3) for _ in range(self.cfg.max_tasks_in_flight)
-        ]
+        self.capacity.look()
+        refs = [warm_up.options(**options).remote(self.fetch_settings, 0.3) for _ in range(self.capacity.tasks)]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=WARM_UP_TIMEOUT)
         self.stats.events["fetch_workers_warmed"] = len(set(ray.get(ready)))
 
@@ -266,6 +269,7 @@ class Coordinator:
         with self._lock:
             plan = self.loop.plan()
         self._call_shards(plan)
+        self._follow_demand()
         dead = self.loop.dead_partitions()
         if dead:
             self._rebuild_partitions(dead)
@@ -299,6 +303,12 @@ class Coordinator:
         moved = self.loop.answered(plan, summaries, [leases for leases, _ in pairs])
         self.metrics.record_round(moved.outcomes, moved.bytes, latencies)
         return summaries
+
+    def _follow_demand(self) -> None:
+        """Tasks launch up to what the cluster's CPUs hold; an autoscaler is asked for what demand needs."""
+        self.capacity.look()
+        self.loop.task_capacity = self.capacity.tasks
+        self.capacity.follow(self.loop.demand())
 
     def _launch(self) -> None:
         options = {"num_cpus": self.cfg.fetch_task_cpus}
@@ -457,7 +467,8 @@ class Coordinator:
     # --- what the world sees -------------------------------------------------------------------------
 
     def _progress(self, state: str) -> dict[str, Any]:
-        return reporting.progress(state, self.loop, self._host_counts, self._checkpoint_error, self._checkpoints)
+        status = reporting.progress(state, self.loop, self._host_counts, self._checkpoint_error, self._checkpoints)
+        return status | {"demand": self.capacity.view(len(self.loop.tasks))}
 
     def _publish(self) -> None:
         with self._lock:
@@ -469,21 +480,24 @@ class Coordinator:
             self._last_stats = now
             summary = self._summary()
             self._write_stats(summary)
-            self.metrics.record_summary(summary, len(self.loop.tasks))
+            self.metrics.record_summary(summary, self.capacity.view(len(self.loop.tasks)))
             self._host_counts = {k: summary["frontier"].get(k, 0) for k in ("hosts_ready", "hosts_paused_now")}
 
     def _summary(self) -> dict[str, Any]:
-        return reporting.summary(
-            reporting.CrawlView(
-                cfg=self.cfg,
-                loop=self.loop,
-                crew=self.crew,
-                store=self.store.describe(),
-                checkpoints=self._checkpoints,
-                finished=self._finished,
-                out=self.output.storage.where,
-            )
-        )
+        return {
+            **reporting.summary(
+                reporting.CrawlView(
+                    cfg=self.cfg,
+                    loop=self.loop,
+                    crew=self.crew,
+                    store=self.store.describe(),
+                    checkpoints=self._checkpoints,
+                    finished=self._finished,
+                    out=self.output.storage.where,
+                )
+            ),
+            "demand": self.capacity.view(len(self.loop.tasks)),
+        }
 
     def _write_stats(self, summary: dict[str, Any]) -> None:
         problem = reporting.write_summary(self.output.storage, summary)

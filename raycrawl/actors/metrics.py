@@ -38,6 +38,10 @@ class CrawlMetrics:
             "frontier_depth": "URLs queued in the frontier",
             "in_flight": "URLs leased to fetch tasks",
             "tasks_in_flight": "fetch tasks running",
+            "tasks_wanted": "fetch tasks the crawl's ready hosts are worth (its demand)",
+            "tasks_ceiling": "fetch tasks the cluster's CPUs hold at once (at most --max-tasks-in-flight)",
+            "cpus_requested": "CPUs asked of the autoscaler for fetch tasks",
+            "nodes": "Ray nodes alive",
             "hosts": "hosts known to the frontier",
             "hosts_ready": "hosts that may be fetched now",
             "hosts_waiting": "hosts with URLs queued but not ready now (politeness clock, backoff, robots.txt, answer)",
@@ -63,14 +67,18 @@ class CrawlMetrics:
     def record_checkpoint(self, seconds: float) -> None:
         self.checkpoint.observe(seconds)
 
-    def record_summary(self, summary: dict[str, Any], tasks_in_flight: int) -> None:
+    def record_summary(self, summary: dict[str, Any], demand: dict[str, Any]) -> None:
         """Gauges from the periodic stats summary (every few seconds)."""
         frontier = summary.get("frontier", {})
         dedup = summary.get("dedup", {})
         values = {
             "frontier_depth": frontier.get("queued", 0),
             "in_flight": frontier.get("leased", 0),
-            "tasks_in_flight": tasks_in_flight,
+            "tasks_in_flight": demand["tasks_running"],
+            "tasks_wanted": demand["tasks_wanted"],
+            "tasks_ceiling": demand["tasks_ceiling"],
+            "cpus_requested": demand["cpus_requested"],
+            "nodes": demand["nodes"],
             "hosts": frontier.get("hosts", 0),
             "hosts_ready": frontier.get("hosts_ready", 0),
             "hosts_waiting": frontier.get("hosts_waiting", 0),

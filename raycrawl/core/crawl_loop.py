@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from raycrawl.core.batching import split_quota
+from raycrawl.core.demand import fetch_demand
 from raycrawl.core.link_routing import all_delivered
 from raycrawl.core.stats import CrawlStats
 
@@ -56,6 +57,7 @@ class ShardSummary:
     latencies: list[float] = field(default_factory=list)  # seconds to the response, of pages settled since then
     best_waiting: float | None = None  # with priorities: the best key of a host due but not leased (lower: better)
     store_full: str | None = None  # why the shard's queue store refused URLs (a full disk): the crawl stops
+    due_backlog: int = 0  # hosts due within the horizon that no lease took (core/demand.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +65,7 @@ class LoopSettings:
     """What the loop's decisions depend on (the crawl's settings of these names: config.py takes these defaults)."""
 
     delay: float  # the crawl's configured delay (DelayPolicy owns its default): it paces a round when nothing else does
-    max_tasks_in_flight: int = 4
+    max_tasks_in_flight: int = 64  # a ceiling: tasks launch as demand and the cluster's CPUs allow (core/demand.py)
     fetch_batch_size: int = 32
     lease_horizon: float = 0.3  # seconds ahead a lease may reach: a host due that soon is leased now
     checkpoint_interval: float = 30.0
@@ -112,6 +114,7 @@ class CrawlLoop:
         self._last_checkpoint = clock()
         self._quiesce_started = 0.0
         self._last_quiesce = 0.0
+        self.task_capacity: int | None = None  # tasks the cluster's CPUs hold (the coordinator says; None: no bound)
 
     # --- stopping --------------------------------------------------------------------------------------
 
@@ -171,7 +174,7 @@ class CrawlLoop:
         # ends only when its results are settled: its leases are closed, and the next summaries say so). A few
         # may be counted twice for a round; the capacity is a target, not a bound (tasks in flight are).
         out = max(0, self.leased - self._closed_since)
-        budget = cfg.max_tasks_in_flight * cfg.fetch_batch_size - out
+        budget = self.task_ceiling * cfg.fetch_batch_size - out
         if cfg.max_pages is not None:
             # A bound: every lease the summaries count is taken as a page to come (robots ones make it stricter).
             budget = min(budget, cfg.max_pages - self.stats.pages_fetched - self.leased)
@@ -202,9 +205,9 @@ class CrawlLoop:
         """Staged batches cut into fetch tasks worth launching now (none while quiescing: the cut waits only for
         the tasks already running; staged leases are saved as queued). A task holds batches due within the lease
         horizon of its first one; it is launched when full or when its first URL is due within LAUNCH_SLACK;
-        at most ``max_tasks_in_flight`` tasks run; if more is due than that many full tasks carry, they grow."""
+        at most ``task_ceiling`` tasks run; if more is due than that many full tasks carry, they grow."""
         cfg = self.cfg
-        free = cfg.max_tasks_in_flight - len(self.tasks)
+        free = self.task_ceiling - len(self.tasks)
         if self.checkpoint_due or self.user_stop is not None or free <= 0 or not self.staged:
             return []
         now = self._clock()
@@ -242,6 +245,17 @@ class CrawlLoop:
         batches = self.tasks.pop(key, [])
         self._closed_since += sum(b.leases for b in batches)
         return batches
+
+    @property
+    def task_ceiling(self) -> int:
+        """Tasks that may run at once: the operator's ceiling, or fewer when the cluster's CPUs hold fewer."""
+        cap = self.cfg.max_tasks_in_flight
+        return cap if self.task_capacity is None else min(cap, self.task_capacity)
+
+    def demand(self) -> int:
+        """Fetch tasks worth running now, from the last summaries (core/demand.py)."""
+        backlog = sum(s.due_backlog for s in self.latest)
+        return fetch_demand(self.leased, backlog, self.queued, self.cfg.fetch_batch_size, self.cfg.max_tasks_in_flight)
 
     # --- the crawl's state ------------------------------------------------------------------------------
 

@@ -438,6 +438,15 @@ class FrontierShard:
         top = self._ranked_top()
         return top[0] if top else None
 
+    def due_backlog(self, horizon: float, cap: int) -> int:
+        """Hosts due by ``horizon`` that no lease took (the round's quota ran out first), counted up to ``cap``:
+        what more fetch tasks would fetch now (core/demand.py). Costs O(what it counts), not O(hosts)."""
+        limit = self._clock() + horizon
+        if self._rank_hosts:
+            self._rank_due(limit)
+            return _count_live(self._ranked, None, cap)  # (every ranked host is due)
+        return _count_live(self._ready, limit, cap)
+
     def _ranked_top(self) -> tuple[float, float, int, HostState] | None:
         """The ranking's first live entry (stale ones above it are dropped), or None."""
         ranked = self._ranked
@@ -743,3 +752,23 @@ class FrontierShard:
             "hosts_paused_now": len(self._paused),
             "next_due_in_ms": -1 if due is None else int(max(0.0, due - now) * 1000),
         }
+
+
+def _count_live(heap: list[Any], limit: float | None, cap: int) -> int:
+    """Live entries (token matching their host's) of a heap, counted up to ``cap``; with ``limit``, of the heap of
+    hosts by due time, only those due by it: a walk down from the root that stops at entries due later (their
+    children are too)."""
+    count, stack, visits = 0, [0], 0
+    size = len(heap)
+    while stack and count < cap and visits < 4 * cap:
+        i = stack.pop()
+        if i >= size:
+            continue
+        entry = heap[i]
+        visits += 1
+        if limit is not None and entry[0] > limit:
+            continue
+        if entry[-1].heap_token == entry[-2]:
+            count += 1
+        stack += (2 * i + 1, 2 * i + 2)
+    return count

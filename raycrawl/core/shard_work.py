@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from raycrawl.core.crawl_loop import ShardSummary
+from raycrawl.core.demand import BACKLOG_CAP
 from raycrawl.core.frontier import FrontierSettings, FrontierShard
 from raycrawl.core.link_routing import LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen
@@ -123,6 +124,7 @@ class ShardWork:
             latencies=self._latencies,
             best_waiting=shard.best_waiting(horizon),
             store_full=shard.store_full,
+            due_backlog=shard.due_backlog(horizon, BACKLOG_CAP),
         )
         self._stats, self._latencies = CrawlStats(started_at=0.0), []
         return leases, summary
