@@ -10,6 +10,7 @@ Ray on the machine started last."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -19,6 +20,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from conftest import wait_until
 
@@ -42,11 +44,18 @@ class RayHead:
         # of its own sees the machine's /tmp only through what it is given.
         self.temp_dir = tempfile.mkdtemp(prefix="rc-", dir="/tmp")
 
-    def start(self, dashboard: bool = False, cpus: int = 2) -> None:
-        """``ray start --head`` on loopback; with the dashboard (which serves the job API) when asked."""
+    def start(self, dashboard: bool = False, cpus: int = 2, max_workers: int = 0) -> None:
+        """``ray start --head`` on loopback; with the dashboard (which serves the job API) when asked; with
+        ``max_workers``, an autoscaler of Ray's fake multi-node provider that starts up to that many 1-CPU worker
+        nodes on this machine (as processes of this cluster: ``kill`` ends them too)."""
         port = free_port()
         command = ["ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={cpus}"]
         command += [f"--temp-dir={self.temp_dir}"]
+        if max_workers:
+            config = Path(self.temp_dir) / "autoscaling.json"  # (YAML is a superset of JSON)
+            config.write_text(json.dumps(fake_autoscaling_config(port, max_workers)))
+            command += [f"--autoscaling-config={config}"]
+            self.env |= {"RAY_FAKE_CLUSTER": "1", "AUTOSCALER_UPDATE_INTERVAL_S": "1"}
         for option in (
             "node-manager-port", "object-manager-port", "ray-client-server-port", "dashboard-agent-listen-port",
             "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port",
@@ -76,6 +85,43 @@ class RayHead:
         if self.session:
             self.kill()
         shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def fake_autoscaling_config(port: int, max_workers: int) -> dict[str, Any]:
+    """An autoscaling config for Ray's fake multi-node provider (worker nodes are local ``ray start`` processes):
+    a head that takes no workers of its own type and a 1-CPU worker type from 0 to ``max_workers``, released
+    after ~12 s idle. ``use_node_id_as_ip``: without it idle nodes are never removed."""
+    empty: dict[str, Any] = {}
+    return {
+        "cluster_name": "raycrawl-test",
+        "max_workers": max_workers,
+        "upscaling_speed": 1.0,
+        "idle_timeout_minutes": 0.2,
+        "provider": {
+            "type": "fake_multinode",
+            "gcs_address": f"127.0.0.1:{port}",
+            "use_node_id_as_ip": True,
+            "disable_launch_config_check": True,
+            "disable_node_updaters": True,
+        },
+        "auth": {"ssh_user": "ubuntu"},
+        "head_node_type": "ray.head.default",  # (the name the fake provider gives the head that `ray start` made)
+        "available_node_types": {
+            "ray.head.default": {"resources": empty, "node_config": empty, "max_workers": 0},
+            "worker": {"resources": {"CPU": 1}, "node_config": empty, "min_workers": 0, "max_workers": max_workers},
+        },
+        "file_mounts": empty,
+        "cluster_synced_files": [],
+        "file_mounts_sync_continuously": False,
+        "rsync_exclude": [],
+        "rsync_filter": [],
+        "initialization_commands": [],
+        "setup_commands": [],
+        "head_setup_commands": [],
+        "worker_setup_commands": [],
+        "head_start_ray_commands": [],
+        "worker_start_ray_commands": [],
+    }
 
 
 def process_table() -> dict[int, tuple[int, bytes]]:

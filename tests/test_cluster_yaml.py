@@ -37,6 +37,12 @@ def test_cluster_resources_agree_with_what_tasks_and_actors_request() -> None:
     for actor in (CoordinatorActor, DedupActor, FrontierShardActor):
         assert actor._default_options.get("num_cpus") == 0, actor
     assert head["resources"]["CPU"] == 0
+    # The head, which the autoscaler never removes, is the node that keeps them (actors/placement.py); no worker
+    # type that comes and goes offers that.
+    from raycrawl.actors.placement import STATE_RESOURCE
+
+    assert head["resources"][STATE_RESOURCE] >= 1
+    assert all(STATE_RESOURCE not in t["resources"] or t["min_workers"] > 0 for t in workers.values())
     # ... so fetch tasks (which ask for fetch_task_cpus CPU each) can only run on worker nodes: pending fetch
     # work is what makes the autoscaler add them, and idle ones go after idle_timeout_minutes.
     assert fetch_batch._default_options.get("max_retries") == 0  # (num_cpus is set per launch from the config)

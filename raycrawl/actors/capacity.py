@@ -3,6 +3,11 @@ with an autoscaler -- the CPUs the crawl's demand asks for (core/demand.py decid
 
 Read at most every few seconds (two calls to Ray's control store); the request is sent only when it changes. On a
 Ray without an autoscaler (a local one, a plain ``ray start``) nothing is asked: there is no one to ask.
+
+Fetch tasks are packed: while demand fits one node's CPUs, every task prefers that node (a soft affinity: when it
+is full they go elsewhere) -- the node that keeps the crawl's actors first, then the others in a stable order. So
+when demand falls the other nodes really go idle and an autoscaler can release them; spread over every node, a
+few tasks would keep them all busy.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Any
 
 import ray
 
+from raycrawl.actors.placement import HEAD_RESOURCE, STATE_RESOURCE
 from raycrawl.core.demand import Bundles, CpuRequest, task_capacity
 
 REFRESH = 5.0  # seconds between looks at the cluster
@@ -31,6 +37,7 @@ class ClusterCapacity:
         self.nodes = 0
         self.autoscaler = False
         self.demand = 0
+        self._node_cpus: list[tuple[str, float]] = []  # alive nodes offering CPUs, in the order tasks fill them
         self.peaks: dict[str, float] = {"tasks_wanted": 0, "cpus_requested": 0.0, "nodes": 0}
         self._looked = -math.inf
         self._followed = -math.inf
@@ -47,9 +54,20 @@ class ClusterCapacity:
             return
         self._looked = now
         self.cpus = float(ray.cluster_resources().get("CPU", 0.0))
-        self.nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+        alive = [node for node in ray.nodes() if node.get("Alive")]
+        self.nodes = len(alive)
+        keeps = [STATE_RESOURCE, HEAD_RESOURCE]
+        order = sorted(alive, key=lambda n: (not any(k in n.get("Resources", {}) for k in keeps), n["NodeID"]))
+        cpus = [(str(n["NodeID"]), float(n.get("Resources", {}).get("CPU", 0.0))) for n in order]
+        self._node_cpus = [(node, c) for node, c in cpus if c > 0]
         self.autoscaler = _has_autoscaler()
         self.peaks["nodes"] = max(self.peaks["nodes"], self.nodes)
+
+    def home(self) -> str | None:
+        """The node every fetch task should prefer now: the first (in filling order) whose CPUs hold all that
+        demand wants; None when none does (Ray places them)."""
+        wanted = max(1, self.demand) * self.task_cpus
+        return next((node for node, cpus in self._node_cpus if cpus >= wanted), None)
 
     def follow(self, demand: int) -> None:
         """The crawl's demand now (fetch tasks worth running): the autoscaler is asked for their CPUs."""
@@ -94,8 +112,10 @@ def _has_autoscaler() -> bool:
         status = _internal_kv_get(_AUTOSCALER_STATUS)
         if status is None:
             return False
-        # Every Ray head runs a monitor; without an autoscaling config its report says "legacy" (nothing to scale)
+        # Every Ray head runs a monitor; without an autoscaling config its provider is a read-only one that names
+        # each node's type after the node ("node_<id>"): nothing to scale.
         report = json.loads(status).get("autoscaler_report") or {}
-        return not report.get("legacy", False)
+        types = report.get("node_type_mapping") or {}
+        return any(kind != f"node_{node}" for node, kind in types.items())
     except Exception:  # (an internal API: if it moves, the crawl asks for nothing rather than fail)
         return False

@@ -29,17 +29,20 @@ class Loaded:
 
 
 def take(store: SnapshotStore, checkpoint_id: int, crew: Crew, state: CheckpointState) -> dict[str, float]:
-    """Snapshot every actor (one batched ray.get), then commit all parts at once. Returns timing and size."""
+    """Snapshot every actor (one batched ray.get), then commit all parts at once. Returns timing and size: the
+    bytes of the parts and of the files the actors wrote beside them (what changed in queues and seen-sets)."""
     started = time.monotonic()
     shards, partitions = crew.snapshot_refs()
-    blobs: list[bytes] = ray.get(shards + partitions)
+    answers: list[tuple[bytes, int]] = ray.get(shards + partitions)
+    blobs = [blob for blob, _ in answers]
+    files = sum(written for _, written in answers)
     parts = {f"shard-{i}": blob for i, blob in enumerate(blobs[: len(shards)])}
     parts.update({f"dedup-{i}": blob for i, blob in enumerate(blobs[len(shards) :])})
     if state.dedup_partitions != len(partitions) or state.num_shards != len(shards):
         raise ValueError(f"checkpoint state for {state.num_shards} shards and {state.dedup_partitions} partitions")
     parts["coordinator"] = zlib.compress(json.dumps(state.to_dict()).encode(), 3)
     written = store.commit(checkpoint_id, parts)
-    return {"seconds": round(time.monotonic() - started, 4), "bytes": written}
+    return {"seconds": round(time.monotonic() - started, 4), "bytes": written + files, "files_bytes": files}
 
 
 def load(store: SnapshotStore) -> Loaded | None:

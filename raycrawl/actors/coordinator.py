@@ -28,6 +28,7 @@ from typing import Any, cast
 
 import ray
 from ray.exceptions import RayError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from raycrawl.actors import checkpoints, reporting
 from raycrawl.actors.capacity import ClusterCapacity
@@ -85,11 +86,13 @@ class Coordinator:
         # The crawl's scope, held here and grown only by _widen_scope; each new crew is given it whole.
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self._placement = Placement()  # (one for the crawl: nodes that lost actors stay avoided by later crews)
+        self.capacity = ClusterCapacity(cfg.fetch_task_cpus, cfg.max_tasks_in_flight)
+        self.capacity.look()
+        self._placement.keep_on_head = self.capacity.autoscaler  # (nodes an autoscaler removes hold no actor)
         self.crew = self._new_crew()
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer)
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)
         self.metrics = CrawlMetrics(self.crawl_id)
-        self.capacity = ClusterCapacity(cfg.fetch_task_cpus, cfg.max_tasks_in_flight)
         self.loop = CrawlLoop(loop_settings(cfg), self.num_shards)
         self._incoming_seeds: list[str] = []  # seeds added while running, taken by the next round
         self._finished = False
@@ -311,7 +314,10 @@ class Coordinator:
         self.capacity.follow(self.loop.demand())
 
     def _launch(self) -> None:
-        options = {"num_cpus": self.cfg.fetch_task_cpus}
+        options: dict[str, Any] = {"num_cpus": self.cfg.fetch_task_cpus}
+        home = self.capacity.home()  # (tasks packed on one node while it holds them: the others can go idle)
+        if home is not None:
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(home, soft=True)
         for batches in self.loop.to_launch():
             refs = [b.ref for b in batches]
             task = fetch_batch.options(**options).remote(

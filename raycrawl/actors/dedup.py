@@ -40,11 +40,12 @@ class DedupActor:
         storage = open_storage(out, filesystem) if out else None
         self._segments = SeenSegments(storage, partition, self._state) if storage is not None else None
 
-    def snapshot(self) -> bytes:
+    def snapshot(self) -> tuple[bytes, int]:
+        """The checkpoint's part of this partition, and the bytes it wrote to the crawl's storage for it."""
         if self._segments is None:
-            return self._state.whole()
+            return self._state.whole(), 0
         try:
-            return self._segments.checkpoint()
+            return self._segments.checkpoint(), self._segments.written
         except StorageError as exc:
             raise StoreUnavailable(f"seen-set partition {self._id} cannot write its changes: {exc}") from None
 

@@ -126,16 +126,17 @@ class FrontierShardActor:
         if self._segments is not None:
             self._segments.committed()
 
-    def snapshot(self) -> bytes:
-        """This shard at the cut; its stored queue as the files that make it again, this cut's log written now."""
+    def snapshot(self) -> tuple[bytes, int]:
+        """This shard at the cut, and the bytes it wrote to the crawl's storage for it: its stored queue as the
+        files that make it again, this cut's log written now."""
         if self._segments is None:
-            return zlib.compress(json.dumps(self._work.frontier.snapshot()).encode(), 3)
+            return zlib.compress(json.dumps(self._work.frontier.snapshot()).encode(), 3), 0
         snapshot = self._work.frontier.snapshot(stored_rows=False)
         try:
             snapshot["queue"] = self._segments.checkpoint()
         except StorageError as exc:
             raise StoreUnavailable(f"shard {self._id} cannot write its queue's log: {exc}") from None
-        return zlib.compress(json.dumps(snapshot).encode(), 3)
+        return zlib.compress(json.dumps(snapshot).encode(), 3), self._segments.written
 
     def restore(self, data: bytes) -> None:
         snapshot = json.loads(zlib.decompress(data))

@@ -11,6 +11,12 @@ until then. An actor pinned to it meanwhile never starts; when Ray gives up it f
 used (``place``): one that does not answer in ``ANSWER_TIMEOUT`` marks its node as avoided, and the whole batch
 is placed again elsewhere. The nodes of actors that died are avoided too (``avoid``), for the rest of the crawl.
 When no node is left to ask for, Ray places the actors itself.
+
+Which nodes: those offering the ``raycrawl_state`` resource (cluster.yaml gives it to the head: nodes an
+autoscaler never removes) when any does; else, on a cluster with an autoscaler, the head (a node the autoscaler
+takes away would cost a rollback each time: only stateless fetch tasks go to nodes that come and go); else every
+node, spread (a static cluster: a lost node then takes fewer actors with it). The resource is only looked for,
+never requested, so a cluster that declares none still crawls.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 ACTOR_LOST: tuple[type[Exception], ...] = (RayActorError, ActorUnschedulableError)
 ANSWER_TIMEOUT = 30.0  # seconds an actor placed may take to start (a new worker process) before its node is avoided
 PLACE_ATTEMPTS = 3
+STATE_RESOURCE = "raycrawl_state"  # a node offering it keeps the crawl's actors (cluster.yaml's head)
+HEAD_RESOURCE = "node:__internal_head__"
 
 # Makes one actor with the scheduling strategy it is given.
 ActorMaker = Callable[[Any], Any]
@@ -37,14 +45,18 @@ class Placement:
         self.avoided: set[str] = set()  # node ids that lost an actor of this crawl, or never started one
         self.answer_timeout = answer_timeout
         self._addresses: dict[str, str] = {}  # node id -> its IP address, as last listed
+        self.keep_on_head = False  # (an autoscaler runs: with no node offering STATE_RESOURCE, the head holds all)
 
     def avoid(self, nodes: Iterable[str | None]) -> None:
         self.avoided.update(n for n in nodes if n)
 
     def candidates(self) -> list[str]:
-        """The alive nodes this crawl has not seen fail, in a stable order."""
-        alive = sorted(n["NodeID"] for n in self._list_nodes() if n.get("Alive"))
-        return [n for n in alive if n not in self.avoided]
+        """The nodes that may hold the crawl's actors (above), alive and not seen to fail, in a stable order."""
+        alive = [n for n in self._list_nodes() if n.get("Alive")]
+        stable = [n for n in alive if STATE_RESOURCE in (n.get("Resources") or {})]
+        if not stable and self.keep_on_head:
+            stable = [n for n in alive if HEAD_RESOURCE in (n.get("Resources") or {})]
+        return sorted(n["NodeID"] for n in stable or alive if n["NodeID"] not in self.avoided)
 
     def addresses(self, nodes: list[str]) -> list[str]:
         """The IP address of each node id (what an operator recognises), "?" for one Ray no longer lists."""
@@ -65,8 +77,8 @@ class Placement:
             nodes = self.candidates()
             if not nodes:
                 break
-            if len(nodes) == 1 and not self.avoided:
-                break  # one node and nothing lost: nothing to choose (Ray's own placement is the same)
+            if len(nodes) == 1 and not self.avoided and len(self._addresses) == 1:
+                break  # one node in all and nothing lost: nothing to choose (Ray's own placement is the same)
             asked = list(itertools.islice(itertools.cycle(nodes), len(makers)))
             actors = [
                 make(NodeAffinitySchedulingStrategy(node, soft=False)) for make, node in zip(makers, asked, strict=True)

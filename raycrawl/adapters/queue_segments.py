@@ -41,6 +41,7 @@ class QueueSegments:
         self.chain = SegmentChain(storage, f"frontier/shard-{shard_id:03d}")
         self.store = store
         self._unwritten = b""  # a log whose write failed: written with the next one
+        self.written = 0  # bytes the last checkpoint wrote
         self._compaction: _Compaction | None = None
 
     @property
@@ -52,7 +53,7 @@ class QueueSegments:
         StorageError: then nothing is lost, the log goes with the next checkpoint)."""
         self._adopt_compaction()
         log = self._unwritten + self.store.take_log()
-        self._unwritten = b""
+        self._unwritten, self.written = b"", 0
         if log:
             name = self.chain.name("log")
             try:
@@ -61,6 +62,7 @@ class QueueSegments:
                 self._unwritten = log
                 raise
             self.chain.logs.append((name, written))
+            self.written = written
         if self._compaction is None and self.chain.logs_outgrow_base(MIN_BASE_BYTES):
             try:
                 self._compaction = _Compaction(self, self.chain.name("base"), self.refs, len(self.chain.logs))

@@ -40,6 +40,7 @@ class SeenSegments:
         self.chain = SegmentChain(storage, f"seen/part-{partition:03d}")
         self._unwritten: list[bytes] = []  # changes whose write failed: written with the next checkpoint
         self._base: _BaseJob | None = None
+        self.written = 0  # bytes the last checkpoint wrote
 
     def checkpoint(self) -> bytes:
         """At a cut: write what changed since the last one; the checkpoint part naming the files (raises
@@ -47,7 +48,7 @@ class SeenSegments:
         self._adopt_base()
         change = self.state.take_changes()
         pending = self._unwritten + ([change] if change else [])
-        self._unwritten = []
+        self._unwritten, self.written = [], 0
         for i, data in enumerate(pending):
             name = self.chain.name("log", ".bin")
             try:
@@ -56,6 +57,7 @@ class SeenSegments:
                 self._unwritten = pending[i:]
                 raise
             self.chain.logs.append((name, written))
+            self.written += written
         if self._base is None and self.chain.logs_outgrow_base(MIN_BASE_BYTES):
             self._base = _BaseJob(
                 self.storage, self.chain.name("base", ".bin"), self.state.whole_later(), len(self.chain.logs)
