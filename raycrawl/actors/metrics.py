@@ -19,6 +19,33 @@ LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0]
 CHECKPOINT_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 60.0]
 HOST_DELAY_ROWS = 20  # per-host delay gauges for the busiest hosts only (a tag per host would not scale)
 
+GAUGES = {
+    "frontier_depth": "URLs queued in the frontier",
+    "in_flight": "URLs leased to fetch tasks",
+    "tasks_in_flight": "fetch tasks running",
+    "tasks_wanted": "fetch tasks the crawl's ready hosts are worth (its demand)",
+    "tasks_ceiling": "fetch tasks the cluster's CPUs hold at once (at most --max-tasks-in-flight)",
+    "cpus_requested": "CPUs asked of the autoscaler for fetch tasks",
+    "nodes": "Ray nodes alive",
+    "hosts": "hosts known to the frontier",
+    "hosts_ready": "hosts that may be fetched now",
+    "hosts_waiting": "hosts with URLs queued but not ready now (politeness clock, backoff, robots.txt, answer)",
+    "hosts_paused": "hosts paused (403/451 streak or operator)",
+    "lease_expiries": "leases that expired before an answer (total)",
+    "dedup_hit_ratio": "share of dedup checks that found the URL already seen",
+    "pages_per_second": "pages fetched per second since the start",
+}
+COUNTERS = ("raycrawl_pages", "raycrawl_bytes")
+HISTOGRAMS = ("raycrawl_fetch_latency_seconds", "raycrawl_checkpoint_seconds")
+
+
+def exported_series() -> set[str]:
+    """The series names these metrics have in Prometheus' format, as each node's metrics agent exports them
+    (dashboards/raycrawl-grafana.json may name only these: tests/test_dashboard.py)."""
+    names = {f"raycrawl_{name}" for name in GAUGES} | {"raycrawl_host_delay_seconds"}
+    names |= {f"{name}_total" for name in COUNTERS}
+    return names | {f"{name}_{part}" for name in HISTOGRAMS for part in ("bucket", "sum", "count")}
+
 
 class CrawlMetrics:
     def __init__(self, crawl_id: str) -> None:
@@ -34,23 +61,7 @@ class CrawlMetrics:
         self.checkpoint = Histogram(
             "raycrawl_checkpoint_seconds", "time to take a checkpoint", CHECKPOINT_BUCKETS, tag_keys=("crawl",)
         )
-        gauge_names = {
-            "frontier_depth": "URLs queued in the frontier",
-            "in_flight": "URLs leased to fetch tasks",
-            "tasks_in_flight": "fetch tasks running",
-            "tasks_wanted": "fetch tasks the crawl's ready hosts are worth (its demand)",
-            "tasks_ceiling": "fetch tasks the cluster's CPUs hold at once (at most --max-tasks-in-flight)",
-            "cpus_requested": "CPUs asked of the autoscaler for fetch tasks",
-            "nodes": "Ray nodes alive",
-            "hosts": "hosts known to the frontier",
-            "hosts_ready": "hosts that may be fetched now",
-            "hosts_waiting": "hosts with URLs queued but not ready now (politeness clock, backoff, robots.txt, answer)",
-            "hosts_paused": "hosts paused (403/451 streak or operator)",
-            "lease_expiries": "leases that expired before an answer (total)",
-            "dedup_hit_ratio": "share of dedup checks that found the URL already seen",
-            "pages_per_second": "pages fetched per second since the start",
-        }
-        self.gauges = {name: Gauge(f"raycrawl_{name}", text, tag_keys=("crawl",)) for name, text in gauge_names.items()}
+        self.gauges = {name: Gauge(f"raycrawl_{name}", text, tag_keys=("crawl",)) for name, text in GAUGES.items()}
         self.host_delay = Gauge("raycrawl_host_delay_seconds", "a host's current delay", tag_keys=("crawl", "host"))
         for metric in (self.pages, self.bytes, self.latency, self.checkpoint, self.host_delay, *self.gauges.values()):
             metric.set_default_tags(tags)
