@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,6 +45,13 @@ def ensure_ray(address: str | None) -> None:
     options: dict[str, Any] = {}
     own = address is None and not os.environ.get("RAY_ADDRESS")
     if own:
+        running = machine_cluster()
+        if running is not None:  # (a `ray start` cluster is not joined unasked: say how to choose it)
+            print(
+                f"raycrawl: a Ray cluster started with `ray start` runs on this machine ({running}); this crawl "
+                "starts a Ray of its own. To crawl on that cluster: --ray-address auto",
+                file=sys.stderr,
+            )
         # A Ray of our own: keep it on loopback (anyone who reaches Ray's ports can run code).
         options["_node_ip_address"] = "127.0.0.1"
         options["_system_config"] = dict(RAY_SYSTEM_CONFIG)
@@ -85,6 +93,18 @@ def connect_ray(address: str | None) -> None:
         ray.init(address=target, namespace=None, logging_level="WARNING", log_to_driver=False)
     except Exception as exc:  # (ConnectionError, or Ray's own errors for an address it cannot use)
         raise ServiceError(f"cannot reach a Ray cluster at {target}: {_first_line(exc)}") from None
+
+
+def machine_cluster() -> str | None:
+    """The address of the cluster this machine's last ``ray start`` made (what ``ray.init(address="auto")`` would
+    join), if it answers; else None."""
+    from ray._private.services import find_bootstrap_address
+
+    try:
+        address = find_bootstrap_address(None)
+    except Exception:  # (a private helper: if it moves, there is simply no note)
+        return None
+    return str(address) if address and _unreachable(str(address), timeout=1.0) is None else None
 
 
 def _unreachable(target: str, timeout: float = 5.0) -> str | None:
