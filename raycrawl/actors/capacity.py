@@ -4,10 +4,10 @@ with an autoscaler -- the CPUs the crawl's demand asks for (core/demand.py decid
 Read at most every few seconds (two calls to Ray's control store); the request is sent only when it changes. On a
 Ray without an autoscaler (a local one, a plain ``ray start``) nothing is asked: there is no one to ask.
 
-Fetch tasks are packed: while demand fits one node's CPUs, every task prefers that node (a soft affinity: when it
-is full they go elsewhere) -- the node that keeps the crawl's actors first, then the others in a stable order. So
-when demand falls the other nodes really go idle and an autoscaler can release them; spread over every node, a
-few tasks would keep them all busy.
+With an autoscaler, fetch tasks are packed: while demand fits one node's CPUs, every task prefers that node (a soft
+affinity: when it is full they go elsewhere) -- the node that keeps the crawl's actors first, then the others in a
+stable order. So when demand falls the other nodes really go idle and an autoscaler can release them; spread over
+every node, a few tasks would keep them all busy.
 """
 
 from __future__ import annotations
@@ -64,8 +64,11 @@ class ClusterCapacity:
         self.peaks["nodes"] = max(self.peaks["nodes"], self.nodes)
 
     def home(self) -> str | None:
-        """The node every fetch task should prefer now: the first (in filling order) whose CPUs hold all that
-        demand wants; None when none does (Ray places them)."""
+        """The node every fetch task should prefer now, with an autoscaler: the first (in filling order) whose CPUs
+        hold all that demand wants; None when none does, or with no autoscaler (a static cluster: Ray spreads
+        them, and a lost node takes fewer with it)."""
+        if not self.autoscaler:
+            return None
         wanted = max(1, self.demand) * self.task_cpus
         return next((node for node, cpus in self._node_cpus if cpus >= wanted), None)
 
