@@ -9,6 +9,7 @@ The node list is read from the processes: each node is one raylet of this cluste
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -95,7 +96,8 @@ def test_worker_nodes_come_with_ready_hosts_and_go_when_only_slow_ones_remain(
                         env=head.env, capture_output=True, text=True, timeout=120, check=False,
                     )  # fmt: skip
                     status = json.loads(asked.stdout) if asked.returncode == 0 else status
-                time.sleep(0.5)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    crawl.wait(timeout=0.5)  # (the next sample, or the crawl's end)
         finally:
             if crawl.poll() is None:
                 crawl.kill()

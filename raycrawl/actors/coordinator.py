@@ -486,7 +486,7 @@ class Coordinator:
             self._last_stats = now
             summary = self._summary()
             self._write_stats(summary)
-            self.metrics.record_summary(summary, self.capacity.view(len(self.loop.tasks)))
+            self.metrics.record_summary(summary)
             self._host_counts = {k: summary["frontier"].get(k, 0) for k in ("hosts_ready", "hosts_paused_now")}
 
     def _summary(self) -> dict[str, Any]:

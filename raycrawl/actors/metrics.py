@@ -78,9 +78,10 @@ class CrawlMetrics:
     def record_checkpoint(self, seconds: float) -> None:
         self.checkpoint.observe(seconds)
 
-    def record_summary(self, summary: dict[str, Any], demand: dict[str, Any]) -> None:
+    def record_summary(self, summary: dict[str, Any]) -> None:
         """Gauges from the periodic stats summary (every few seconds)."""
         frontier = summary.get("frontier", {})
+        demand = summary["demand"]
         dedup = summary.get("dedup", {})
         values = {
             "frontier_depth": frontier.get("queued", 0),

@@ -24,7 +24,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from raycrawl.adapters.lmdb_queue import PREFIX, LmdbQueueStore
-from raycrawl.adapters.segments import SegmentChain
+from raycrawl.adapters.segments import SegmentChain, read_named
 from raycrawl.adapters.storage import Storage, StorageError
 from raycrawl.core.queue_log import LoggedQueueStore, encode_rows, replay
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
@@ -97,9 +97,7 @@ class QueueSegments:
 
 def replay_files(storage: Storage, refs: list[str], into: QueueStore) -> None:
     for name in refs:
-        data = storage.read(name)
-        if data is None:
-            raise StorageError(f"{storage.show(name)} is missing: the checkpoint names it")
+        data = read_named(storage, name)
         try:
             log = zlib.decompress(data)
         except zlib.error as exc:

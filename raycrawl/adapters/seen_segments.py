@@ -16,7 +16,7 @@ import json
 import threading
 from collections.abc import Callable
 
-from raycrawl.adapters.segments import SegmentChain
+from raycrawl.adapters.segments import SegmentChain, read_named
 from raycrawl.adapters.storage import Storage, StorageError
 from raycrawl.core.seen_partition import SeenPartition
 
@@ -70,12 +70,7 @@ class SeenSegments:
     def restore(self, refs: list[str]) -> None:
         """The partition as the files ``refs`` (a checkpoint's) make it; they become this partition's files, and
         files of the directory that no one names (a lost actor's) go."""
-        datas = []
-        for name in refs:
-            data = self.storage.read(name)
-            if data is None:
-                raise StorageError(f"{self.storage.show(name)} is missing: the checkpoint names it")
-            datas.append(data)
+        datas = [read_named(self.storage, name) for name in refs]
         based = bool(refs) and "/base-" in refs[0]
         self.state.restore(datas[0] if based else None, datas[1:] if based else datas)
         self.chain.adopt(refs)

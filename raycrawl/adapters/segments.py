@@ -13,7 +13,15 @@ from __future__ import annotations
 import itertools
 import uuid
 
-from raycrawl.adapters.storage import Storage
+from raycrawl.adapters.storage import Storage, StorageError
+
+
+def read_named(storage: Storage, name: str) -> bytes:
+    """A file a checkpoint names (StorageError when it is missing: the checkpoint cannot be restored)."""
+    data = storage.read(name)
+    if data is None:
+        raise StorageError(f"{storage.show(name)} is missing: the checkpoint names it")
+    return data
 
 
 class SegmentChain:

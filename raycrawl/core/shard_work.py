@@ -124,7 +124,8 @@ class ShardWork:
             latencies=self._latencies,
             best_waiting=shard.best_waiting(horizon),
             store_full=shard.store_full,
-            due_backlog=shard.due_backlog(horizon, BACKLOG_CAP),
+            # (a round that leased less than its quota left no due host unleased: the walk only when it ran out)
+            due_backlog=shard.due_backlog(horizon, BACKLOG_CAP) if len(leases) >= quota else 0,
         )
         self._stats, self._latencies = CrawlStats(started_at=0.0), []
         return leases, summary
