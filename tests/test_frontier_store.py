@@ -95,8 +95,15 @@ operations = st.lists(
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=operations, by_rank=st.booleans(), workbench=st.sampled_from([2, 3, 6]))
 @example(  # a page leased, its lease run out, leased again: the first lease's late ack is stale, the URL fetched once
-    ops=[("push", [UrlEntry("http://a.test/0", 0)]), ("lease", 1), ("ack", 200), ("wait", 1.0), ("lease", 1),
-         ("wait", 40.0), ("lease", 1)],  # fmt: skip
+    ops=[
+        ("push", [UrlEntry("http://a.test/0", 0)]),
+        ("lease", 1),
+        ("ack", 200),
+        ("wait", 1.0),
+        ("lease", 1),
+        ("wait", 40.0),
+        ("lease", 1),
+    ],
     by_rank=False,
     workbench=2,
 )
@@ -162,7 +169,8 @@ def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bo
         assert stored.summary()["queued_on_disk"] == sum(hs.stored for hs in stored._hosts.values())
     # Then everything is leased to the end, both the same way; every URL pushed is fetched once or ended once.
     for side, frontier in enumerate((memory, stored)):
-        reply = frontier.ack([Ack(x.lease_id, 404 if x.kind == "robots" else 200, 0.0, 0.01, False) for x in outstanding[side]])
+        acks = [Ack(x.lease_id, 404 if x.kind == "robots" else 200, 0.0, 0.01, False) for x in outstanding[side]]
+        reply = frontier.ack(acks)
     fetched.extend(x.url for x in outstanding[1] if x.kind == "page" and x.lease_id not in reply.stale)
     for _ in range(10_000):
         if not memory.queued:
