@@ -77,8 +77,9 @@ def _read(pid: int) -> tuple[int, float, str] | None:
 
 
 class CpuSampler:
-    def __init__(self, exclude: set[int] | None = None, interval: float = 0.2) -> None:
-        self.driver = os.getpid()
+    def __init__(self, exclude: set[int] | None = None, interval: float = 0.2, root: int | None = None) -> None:
+        self.driver = root if root is not None else os.getpid()  # (root: a command's process, for its tree)
+        self.whole = root is not None  # a command started with the sampler: all of its processes' CPU counts
         self.exclude = exclude or set()
         self.interval = interval
         self.processes: dict[int, Process] = {}
@@ -123,10 +124,12 @@ class CpuSampler:
                     ours.add(pid)
                     grew = True
         for pid in ours:
+            if pid not in seen:
+                continue  # (the root has ended)
             _, cpu, title = seen[pid]
             proc = self.processes.get(pid)
             if proc is None:
-                proc = self.processes[pid] = Process(pid, cpu if initial else 0.0, cpu)
+                proc = self.processes[pid] = Process(pid, cpu if initial and not self.whole else 0.0, cpu)
                 if self._marked:
                     proc.marked = 0.0  # (born after the mark: all of it counts)
             proc.last = cpu
