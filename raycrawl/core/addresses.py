@@ -11,6 +11,7 @@ does not depend on which Python runs it.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 
@@ -38,6 +39,7 @@ def is_public(address: IPAddress) -> bool:
     return address.is_global and not address.is_multicast and not address.is_reserved
 
 
+@functools.lru_cache(maxsize=65_536)  # (asked per request: a crawl has far fewer hosts than requests)
 def is_ip_literal(host: str) -> bool:
     """Is ``host`` (without brackets) an IP address rather than a name?"""
     try:
