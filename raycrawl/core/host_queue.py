@@ -79,9 +79,9 @@ class HostQueue:
         return entry
 
     def remove_if(self, unwanted: Callable[[UrlEntry], bool]) -> list[UrlEntry]:
-        """Take out (and return) the entries ``unwanted`` selects; the others keep their order."""
+        """Take out (and return), in queue order, the entries ``unwanted`` selects; the others keep their order."""
         removed: list[UrlEntry] = []
-        for score in list(self._scores):
+        for score in sorted(self._scores):  # (the heap's list is in no useful order: a hint re-queues them in this)
             bucket = self._buckets[score]
             kept = deque(e for e in bucket if not unwanted(e))
             if len(kept) == len(bucket):
