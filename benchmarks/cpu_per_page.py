@@ -1,11 +1,13 @@
 """raycrawl's CPU per page as a multiple of the bare loop's, on one test web, in one run, whole runs counted.
 
-    python -m benchmarks.cpu_per_page [--rounds 2] [--hosts 40] [--pages 500]
+    python -m benchmarks.cpu_per_page [--rounds 2] [--hosts 40] [--pages 500] [--before DIR] [-- CRAWL FLAGS]
 
 The big light test web (40 hosts, 500 pages each, ~0.5 KB pages), no delay, one request in flight per host.
 Each round runs ``python -m benchmarks.bare_loop`` (``benchmarks/bare_loop.py``: aiohttp + selectolax and nothing
 else) and then ``raycrawl crawl`` -- the command a user runs, with its own Ray and default settings but
-``--delay 0 --delay-factor 0`` -- against the same test web; rounds alternate so both see the same machine.
+``--delay 0 --delay-factor 0`` -- against the same test web; with ``--before DIR`` another checkout's ``raycrawl
+crawl`` first (e.g. ``git worktree add DIR <commit before a change>``). Rounds alternate so all see the same
+machine.
 Every process of each command is counted from its start to its end (``benchmarks/cpu_use.py`` samples /proc
 every 0.1 s; a process that ends is counted to its last sample; the bare loop reports its own CPU exactly): Ray's
 start-up, the crawl's checkpoints and its end are in it. Pages are what the test web's log saw (robots.txt
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -40,9 +43,9 @@ class Run:
         return 1000 * seconds / self.pages if self.pages else float("nan")
 
 
-def run_command(name: str, cmd: list[str], web: TestWeb, ua: str) -> Run:
+def run_command(name: str, cmd: list[str], web: TestWeb, ua: str, env: dict[str, str] | None = None) -> Run:
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     with CpuSampler(root=proc.pid, exclude={web.pid} if web.pid else set(), interval=0.1) as sampler:
         out, err = proc.communicate(timeout=1800)
     wall = time.monotonic() - started
@@ -61,30 +64,37 @@ def bare(web: TestWeb, round_: int) -> Run:
     return dataclasses.replace(run, cpu=json.loads(run.output)["cpu_s"])
 
 
-def raycrawl(web: TestWeb, round_: int, extra: list[str]) -> Run:
-    ua = f"raycrawl-cpu/{round_}"
+def raycrawl(web: TestWeb, round_: int, extra: list[str], source: str | None = None) -> Run:
+    """``source``: a checkout of another raycrawl (e.g. before a change) to run instead of this one."""
+    ua = f"raycrawl-cpu/{round_}{'-before' if source else ''}"
     with tempfile.TemporaryDirectory(prefix="raycrawl-cpu-") as out:
         cmd = [sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(), "--out", out, "--quiet",
                "--delay", "0", "--delay-factor", "0", "--per-host-concurrency", "1", "--user-agent", ua,
                "--allow-network", "127.0.0.0/8", *extra]  # fmt: skip
-        return run_command("raycrawl", cmd, web, ua)
+        env = dict(os.environ, PYTHONPATH=source) if source else None  # (Ray's workers inherit it from the driver)
+        return run_command("raycrawl" if source is None else "before", cmd, web, ua, env)
 
 
-def table(runs: list[tuple[Run, Run]]) -> str:
-    lines = []
-    for i, (floor, ours) in enumerate(runs, 1):
-        base = floor.per_page(floor.cpu)
-        lines.append(f"round {i}: bare loop {floor.pages} pages in {floor.wall:.1f} s = {floor.pages / floor.wall:.0f}"
-                     f" pages/s, {base:.3f} ms CPU/page; raycrawl {ours.pages} pages in {ours.wall:.1f} s = "
-                     f"{ours.pages / ours.wall:.0f} pages/s ({ours.pages / ours.wall / (floor.pages / floor.wall):.0%}"
-                     " of the loop's)")  # fmt: skip
-        lines.append(f"  {'raycrawl, ms CPU per page':<30}{'ms':>8}{'x loop':>9}")
-        actors = sum(v for k, v in ours.roles.items() if k not in NOT_ACTORS)
-        rows = sorted(ours.roles.items(), key=lambda kv: -kv[1])
-        rows += [("all actors", actors), ("every process", ours.cpu)]
-        for role, seconds in rows:
-            ms = ours.per_page(seconds)
-            lines.append(f"  {role:<30}{ms:8.3f}{ms / base:9.2f}")
+def table(floor: Run, runs: list[Run]) -> str:
+    """The bare loop's figures, then each raycrawl run's CPU per page by role, in ms and as a multiple of the loop's."""
+    base = floor.per_page(floor.cpu)
+    lines = [f"bare loop: {floor.pages} pages in {floor.wall:.1f} s = {floor.pages / floor.wall:.0f} pages/s, "
+             f"{base:.3f} ms CPU/page"]  # fmt: skip
+    roles = sorted({role for run in runs for role in run.roles}, key=lambda r: -max(x.roles.get(r, 0) for x in runs))
+    lines.append(f"  {'ms CPU per page (x loop)':<26}" + "".join(f"{run.name:>18}" for run in runs))
+    for role in [*roles, "all actors", "every process"]:
+        cells = []
+        for run in runs:
+            if role == "all actors":
+                seconds = sum(v for k, v in run.roles.items() if k not in NOT_ACTORS)
+            else:
+                seconds = run.cpu if role == "every process" else run.roles.get(role, 0.0)
+            cells.append(f"{run.per_page(seconds):8.3f} ({run.per_page(seconds) / base:5.2f}x)")
+        lines.append(f"  {role:<26}" + "".join(f"{c:>18}" for c in cells))
+    rates = "".join(f"{f'{run.pages / run.wall:.0f} ({run.pages / run.wall / (floor.pages / floor.wall):.0%})':>18}"
+                    for run in runs)  # fmt: skip
+    lines.append(f"  {'pages/s (share of loop)':<26}" + rates)
+    lines.append(f"  {'pages':<26}" + "".join(f"{run.pages:>18}" for run in runs))
     return "\n".join(lines)
 
 
@@ -93,20 +103,28 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--hosts", type=int, default=40)
     parser.add_argument("--pages", type=int, default=500, help="pages per host")
+    parser.add_argument("--before", help="a checkout of raycrawl to run too, alternating (e.g. a git worktree)")
     parser.add_argument("--json", help="also write the runs here")
     parser.add_argument("extra", nargs="*", help="more raycrawl crawl flags (after --)")
     args = parser.parse_args()
     spec = WebSpec(hosts=args.hosts, pages_per_host=args.pages, page_bytes=500, private_links=False)
-    runs = []
+    rounds: list[tuple[Run, list[Run]]] = []
     with TestWeb(spec) as web:
         for i in range(args.rounds):
-            runs.append((bare(web, i), raycrawl(web, i, args.extra)))
-            print(table(runs[-1:]).replace("round 1", f"round {i + 1}"), flush=True)
-    ratios = [ours.per_page(ours.cpu) / floor.per_page(floor.cpu) for floor, ours in runs]
-    print("raycrawl / bare loop, CPU per page (whole runs): " + ", ".join(f"{r:.2f}" for r in ratios))
+            runs = []
+            if args.before:
+                runs.append(raycrawl(web, i, args.extra, os.path.abspath(args.before)))
+            floor = bare(web, i)
+            runs.append(raycrawl(web, i, args.extra))
+            rounds.append((floor, runs))
+            print(f"round {i + 1}: " + table(floor, runs), flush=True)
+    for name in dict.fromkeys(run.name for _, runs in rounds for run in runs):
+        ratios = [run.per_page(run.cpu) / floor.per_page(floor.cpu) for floor, runs in rounds for run in runs
+                  if run.name == name]  # fmt: skip
+        print(f"{name} / bare loop, CPU per page (whole runs): " + ", ".join(f"{r:.2f}" for r in ratios))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            rows = [[vars(run) | {"output": ""} for run in pair] for pair in runs]
+            rows = [[vars(run) | {"output": ""} for run in [floor, *runs]] for floor, runs in rounds]
             json.dump(rows, f, indent=1)
 
 

@@ -60,6 +60,7 @@ HELP = {
     "resolve": "pin a host name to an address, HOST=IP (repeatable), like curl --resolve",
     "ray_address": "address of a running Ray cluster",
     "fetch_batch_size": "URLs per fetch task when enough are due",
+    "run_length": "URLs of a due host leased at once and sent one after another by one fetch task (1: one at a time)",
     "max_tasks_in_flight": "fetch tasks running at once",
     "fetch_task_cpus": "CPUs a fetch task reserves",
     "timeout": "connect/read timeout per request, seconds",
@@ -118,7 +119,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                             "max_queue_total", "workbench", "frontier_dir", "allow_private_networks", "allow_network",
                             "resolve"),
     "cluster": ("ray_address", "shards", "dedup_partitions", "dedup", "bloom_capacity", "bloom_error_rate",
-                "fetch_batch_size", "max_tasks_in_flight", "fetch_task_cpus", "lease_horizon"),
+                "fetch_batch_size", "max_tasks_in_flight", "fetch_task_cpus", "lease_horizon", "run_length"),
 }  # fmt: skip
 # What to give, where the type alone does not say it.
 METAVARS = {

@@ -102,6 +102,7 @@ class CrawlConfig:
     workbench: int = _default(FrontierSettings, "workbench")
     frontier_dir: str = ""
     lease_horizon: float = _default(LoopSettings, "lease_horizon")
+    run_length: int = _default(FrontierSettings, "run_length")
     robots_ttl: float = _default(FrontierSettings, "robots_ttl")
     sitemaps: bool = _default(FrontierSettings, "sitemaps")
     sitemap_xml: bool = _default(FrontierSettings, "sitemap_xml")
@@ -194,6 +195,7 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.max_queue_total >= 1, "max_queue_total", "a whole number >= 1")
     need(cfg.workbench == 0 or cfg.workbench >= 2, "workbench", "0 (all in memory) or a whole number >= 2")
     need(0 <= cfg.lease_horizon <= 10, "lease_horizon", "seconds between 0 and 10")
+    need(1 <= cfg.run_length <= 256, "run_length", "a whole number between 1 and 256")
     need(cfg.robots_ttl > 0, "robots_ttl", "seconds > 0")
     need(cfg.score is None or callable(cfg.score), "score", "a function score(url, depth) -> float, or None")
     for rule in cfg.priority:

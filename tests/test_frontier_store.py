@@ -1,5 +1,6 @@
 """A frontier whose hosts keep a small workbench in memory and the rest in a queue store (core/workbench.py) is the
-same frontier: for any sequence of push, lease, ack, release, expiry, snapshot and restore it hands out the same
+same frontier: for any sequence of push, lease (in runs too), ack, release, give-back, expiry, snapshot and restore
+it hands out the same
 leases, in the same order, as one that keeps everything in memory -- so each URL is leased or ended exactly once,
 priorities within and across hosts are kept -- while no host holds more than its workbench in memory."""
 
@@ -65,9 +66,15 @@ def stores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     made.close_all()
 
 
-def shard(clock: Clock, score: ScoreFn, store: QueueStore | None, workbench: int = WORKBENCH) -> FrontierShard:
+def shard(
+    clock: Clock, score: ScoreFn, store: QueueStore | None, workbench: int = WORKBENCH, run_length: int = 1
+) -> FrontierShard:
     frontier = FrontierSettings(
-        policy=DelayPolicy(delay=0.5, delay_factor=0.0), workbench=workbench, lease_ttl=30.0, max_attempts=3
+        policy=DelayPolicy(delay=0.5, delay_factor=0.0),
+        workbench=workbench,
+        lease_ttl=30.0,
+        max_attempts=3,
+        run_length=run_length,  # (a host's run, core/runs.py: several of its URLs in one lease)
     )
     return FrontierShard(0, frontier, score, clock, store)
 
@@ -84,6 +91,7 @@ operations = st.lists(
         st.tuples(st.just("lease"), st.integers(1, 6)),
         st.tuples(st.just("ack"), st.sampled_from([200, 404, 503])),
         st.tuples(st.just("release"), st.just(0)),
+        st.tuples(st.just("give_back"), st.just(0)),  # the last lease out comes back unsent (a run cut short)
         st.tuples(st.just("wait"), st.sampled_from([0.2, 1.0, 40.0])),  # (40 s: past the lease TTL)
         st.tuples(st.just("checkpoint"), st.just(0)),  # snapshot, then a new shard restored from it
         st.tuples(st.just("hints"), st.lists(st.integers(0, 60), max_size=8)),  # a sitemap lists some URLs
@@ -93,7 +101,7 @@ operations = st.lists(
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=operations, by_rank=st.booleans(), workbench=st.sampled_from([2, 3, 6]))
+@given(ops=operations, by_rank=st.booleans(), workbench=st.sampled_from([2, 3, 6]), run=st.sampled_from([1, 3]))
 @example(  # a page leased, its lease run out, leased again: the first lease's late ack is stale, the URL fetched once
     ops=[
         ("push", [UrlEntry("http://a.test/0", 0)]),
@@ -106,21 +114,24 @@ operations = st.lists(
     ],
     by_rank=False,
     workbench=2,
+    run=1,
 )
 def test_a_stored_frontier_leases_what_an_in_memory_one_leases(
-    stores: Stores, ops: list[tuple[str, object]], by_rank: bool, workbench: int
+    stores: Stores, ops: list[tuple[str, object]], by_rank: bool, workbench: int, run: int
 ) -> None:
     try:
-        check_same_leases(stores, ops, by_rank, workbench)
+        check_same_leases(stores, ops, by_rank, workbench, run)
     finally:
         stores.close_all()
 
 
-def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bool, workbench: int) -> None:
+def check_same_leases(
+    stores: Stores, ops: list[tuple[str, object]], by_rank: bool, workbench: int, run: int = 1
+) -> None:
     score: ScoreFn = ranked if by_rank else by_depth
     clocks = (Clock(), Clock())
-    memory = shard(clocks[0], score, None)
-    stored = shard(clocks[1], score, stores.make(), workbench)
+    memory = shard(clocks[0], score, None, run_length=run)
+    stored = shard(clocks[1], score, stores.make(), workbench, run)
     outstanding: list[list[Lease]] = [[], []]
     pushed: set[str] = set()
     fetched: list[str] = []  # pages acked with a final answer
@@ -134,7 +145,9 @@ def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bo
             memory.push(list(fresh))
             stored.push([UrlEntry(e.url, e.depth) for e in fresh])
         elif op == "lease":
-            got = [memory.lease(arg), stored.lease(arg)]  # type: ignore[arg-type]
+            # (runs take as many gaps of the host's delay as the horizon holds: 1 s holds two of 0.5 s)
+            horizon = 1.0 if run > 1 else 0.0
+            got = [memory.lease(arg, horizon), stored.lease(arg, horizon)]  # type: ignore[arg-type]
             assert [(x.url, x.kind, x.not_before) for x in got[0]] == [(x.url, x.kind, x.not_before) for x in got[1]]
             for side in (0, 1):
                 outstanding[side] += got[side]
@@ -149,6 +162,9 @@ def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bo
             # (an ack of a lease that expired and was handed out again is stale: that URL's fetch is the new lease's)
             if op == "ack" and lease.kind == "page" and arg != 503 and not reply.stale:
                 fetched.append(lease.url)
+        elif op == "give_back" and outstanding[0]:
+            for side, frontier in enumerate((memory, stored)):
+                frontier.give_back([outstanding[side].pop().lease_id])
         elif op == "hints":
             listed = {e for e in pushed if int(e.rsplit("/", 1)[1].lstrip("p")) in arg}  # type: ignore[operator]
             for frontier in (memory, stored):
@@ -158,10 +174,10 @@ def check_same_leases(stores: Stores, ops: list[tuple[str, object]], by_rank: bo
                 clock.now += arg  # type: ignore[operator]
         elif op == "checkpoint":
             saved = stored.snapshot()
-            stored = shard(clocks[1], score, stores.make(), workbench)
+            stored = shard(clocks[1], score, stores.make(), workbench, run)
             stored.restore(saved)
             memory_saved = memory.snapshot()
-            memory = shard(clocks[0], score, None)
+            memory = shard(clocks[0], score, None, run_length=run)
             memory.restore(memory_saved)
             outstanding = [[], []]  # (leases out at a checkpoint are queued again in it)
         assert stored.queued == memory.queued

@@ -2,8 +2,9 @@
 
 One ``Fetcher`` per worker process (``fetcher_for``): a private event loop in a daemon thread owns one
 ``aiohttp.ClientSession``, so connections are kept alive across the many fetch tasks a process runs. The
-fetcher decides nothing about politeness: it waits for each lease's ``not_before`` (set by the host's shard),
-sends, and reports when the server answered. Network I/O runs on the loop; parsing, hashing and WARC writing
+fetcher decides nothing about politeness: it waits for each lease's ``not_before`` (set by the host's shard) --
+and, in a host's run, for the exchange before it and the host's delay after it (core/runs.py) -- sends, and
+reports when the server answered. Network I/O runs on the loop; parsing, hashing and WARC writing
 run on the calling thread afterwards, so a slow parse never delays another URL's request.
 
 Why aiohttp rather than httpx: the answer-paced politeness clock (the next slot counts from when the answer
@@ -52,6 +53,7 @@ from raycrawl.core.media_types import is_html
 from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan
 from raycrawl.core.revisits import Revisit, conditional_headers, duplicate_revisit, recrawl_outcome, revisit_for
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
+from raycrawl.core.runs import ends_run, gap_after
 from raycrawl.core.sitemaps import MAX_BYTES as MAX_SITEMAP_BYTES
 from raycrawl.core.sitemaps import parse_sitemap, sitemap_outlinks
 from raycrawl.core.urls import canonicalize, host_key, hostname, request_form
@@ -277,10 +279,27 @@ class Fetcher:
     # --- on the loop ---------------------------------------------------------------------------------
 
     def _start(self, leases: Sequence[Lease], done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]]) -> None:
-        for lease in leases:
-            task = self._loop.create_task(self._fetch_one(lease))
+        started: dict[int, asyncio.Task[_Exchange]] = {}
+        for lease in leases:  # (a run's leases come after the one each names: core/runs.py)
+            before = started.get(lease.after) if lease.after else None
+            work = self._fetch_one(lease) if before is None else self._fetch_after(lease, before)
+            task = self._loop.create_task(work)
+            started[lease.lease_id] = task
             self._running.add(task)  # (the loop keeps only a weak reference to a task)
             task.add_done_callback(functools.partial(self._report, done, lease))
+
+    async def _fetch_after(self, lease: Lease, before: asyncio.Task[_Exchange]) -> _Exchange:
+        """A run's lease: sent once the exchange before it has ended and the host's delay after it has passed
+        (the shard's own rule, core/runs.py); given back unsent when that answer ends the run."""
+        await asyncio.wait([before])
+        previous = None if before.cancelled() or before.exception() else before.result().result
+        if previous is None or previous.unsent or ends_run(previous.status, previous.transient, previous.error):
+            return _unsent(lease)
+        s = self.settings
+        ended = previous.ended_at or previous.responded_at
+        exchange_s = max(0.0, ended - previous.sent_at) if previous.sent_at else 0.0
+        send_at = max(lease.not_before, ended + gap_after(lease.gap, s.delay_factor, s.max_delay, exchange_s))
+        return await self._fetch_one(lease, send_at)
 
     def _report(
         self,
@@ -295,13 +314,15 @@ class Fetcher:
         else:
             done.put((lease, task.exception() or task.result()))
 
-    async def _fetch_one(self, lease: Lease) -> _Exchange:
+    async def _fetch_one(self, lease: Lease, send_at: float | None = None) -> _Exchange:
         ex = _Exchange(FetchResult(lease=lease))
         r = ex.result
         s = self.settings
-        wait = max(0.0, lease.not_before - time.time())
+        wait = max(0.0, (lease.not_before if send_at is None else send_at) - time.time())
         # A lease that could expire before this fetch ends may be handed out again: sending could break politeness.
         if time.time() + wait + s.fetch_deadline + 5.0 > lease.expires_at:
+            if lease.after:  # (a run that took too long: the rest goes back as it was)
+                return _unsent(lease)
             r.error, r.transient = "LeaseExpired", True
             r.responded_at = r.ended_at = time.time()
             return ex
@@ -460,6 +481,13 @@ class Fetcher:
                 r.outlinks, r.spellings, r.warc = [], {}, None
         if self._warc is not None:
             self._warc.flush()
+
+
+def _unsent(lease: Lease) -> _Exchange:
+    """A run's lease given back without a request (core/runs.py)."""
+    ex = _Exchange(FetchResult(lease=lease, unsent=True))
+    ex.result.responded_at = ex.result.ended_at = time.time()
+    return ex
 
 
 async def _read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:

@@ -29,6 +29,10 @@ class FetchSettings:
     user_agent: str = "raycrawl/0.1"
     timeout: float = 30.0  # seconds to connect, and between two reads
     fetch_deadline: float = 60.0  # seconds for a whole exchange, however the server dribbles its bytes
+    # The latency term of a host's delay, applied between the requests of a run (core/runs.py; the crawl's
+    # DelayPolicy settings of these names).
+    delay_factor: float = 1.0
+    max_delay: float = 60.0
     max_body_bytes: int = 10 * 1024 * 1024
     keep_truncated: bool = False
     revisit_duplicates: bool = True  # a payload stored before under another URL is written as a revisit of it

@@ -11,6 +11,8 @@ The contract (what the shard's actor, core/shard_work.py, relies on):
 - ``ack(acks)`` closes leases and moves each host's clock (see ``HostState.on_page_answer``). Transient
   failures go back into the queue, paced by the host's backoff, until ``max_attempts``.
 - ``release(lease_ids)`` returns leases whose fetch task died; ``expire()`` does the same for leases that ran out.
+- With ``run_length`` > 1 a due host may be leased several URLs at once, sent one after another (core/runs.py);
+  ``give_back(lease_ids)`` takes back the ones a run did not send.
 - ``drain(detail)`` ends every queued URL as ``out_of_budget`` (the crawl stopped before reaching them).
 
 Everything here is plain Python with an injected clock: the actor wrapping it adds nothing but Ray.
@@ -34,6 +36,7 @@ from raycrawl.core.priority import by_depth
 from raycrawl.core.queue_store import QueueStore
 from raycrawl.core.records import Ack, Lease, Link, Outcome, Terminal, UrlEntry
 from raycrawl.core.robots import RobotsRules, rules_from_fetch
+from raycrawl.core.runs import base_gap, run_size
 from raycrawl.core.sitemap_hints import SitemapHint, score_bonus, unchanged_since_capture
 from raycrawl.core.sitemaps import sitemap_links
 from raycrawl.core.urls import host_key, origin
@@ -69,6 +72,9 @@ class FrontierSettings:
     sitemaps: bool = True  # follow robots.txt Sitemap: lines (core/sitemaps.py)
     sitemap_xml: bool = False  # ... and try /sitemap.xml on every host, named there or not
     max_sitemaps_per_host: int = 100  # sitemap files fetched per host in a run; more end as out_of_budget
+    # URLs a due host may be leased at once as a run (core/runs.py), sent one after another by one fetch task;
+    # with per_host_concurrency 1 only. 1: each URL on its own.
+    run_length: int = 8
 
 
 # What a shard keeps of a lease until it is acked: the lease (its entry inside) and its host.
@@ -366,6 +372,8 @@ class FrontierShard:
         lease_id, queued, earliest = self._next_lease_id, self._queued, float("inf")
         stop = lease_id + max_urls  # (lease ids are consecutive: the count leased is lease_id - first id)
         rank = self._rank_hosts
+        runs = self.settings.run_length > 1 and concurrency == 1
+        run: list[Lease] = []
         while lease_id < stop:
             if rank:
                 self._rank_due(limit)
@@ -393,6 +401,10 @@ class FrontierShard:
                 entry = hs.queue.pop()
                 lease = Lease(lease_id, shard, entry.kind, not_before, not_before + ttl, entry)
                 queued -= 1
+                if runs and hs.queue and lease_id + 1 < stop:
+                    # (the rest of the run: counted in flight, the host out of the heaps until every one of them
+                    # is answered or given back)
+                    run = self._run_after(hs, lease, limit, stop - lease_id - 1)
             else:  # robots.txt first: none yet, expired by then, or unreachable (asked again once it expires)
                 if robots is not None and robots.expires_at > not_before:
                     not_before = robots.expires_at
@@ -407,6 +419,15 @@ class FrontierShard:
             # Provisional: the real next slot is set on ack from when the server answered.
             hs.next_allowed = not_before + hs.delay
             append(lease)
+            if run:
+                for member in run:
+                    leases[member.lease_id] = (member, hs)
+                    append(member)
+                hs.in_flight += len(run)
+                queued -= len(run)
+                lease_id += len(run)
+                self.counters["run_leases"] += len(run)
+                run = []
             if hs.in_flight < concurrency:  # (otherwise an ack puts the host back in the ready-heap)
                 self._schedule(hs)
         self._next_lease_id, self._queued = lease_id, queued
@@ -417,6 +438,29 @@ class FrontierShard:
             self._expiry_check_at = earliest + ttl
         self.counters["leased"] += len(out)
         return out
+
+    def _run_after(self, hs: HostState, head: Lease, limit: float, room: int) -> list[Lease]:
+        """The leases that follow ``head`` in its host's run (core/runs.py): as many queued URLs as the host's
+        delay fits before ``limit`` (within ``run_length`` and ``room``), each after the one before, while its
+        robots.txt stays fresh. Taken from the queue; the caller counts them."""
+        robots = hs.robots
+        gap = base_gap(self.settings.policy, robots.crawl_delay if robots is not None else None)
+        size = min(run_size(self.settings.run_length, gap, max(0.0, limit - head.not_before)) - 1, room)
+        if size <= 0 or robots is None or robots.expires_at <= limit + gap * size:
+            return []
+        run: list[Lease] = []
+        before, not_before, expires_at = head.lease_id, head.not_before, head.expires_at
+        queue = hs.queue
+        while len(run) < size:
+            if hs.stored and queue.size < self._bench_size // 2:  # (as _schedule does after each lease)
+                self._refill([hs])
+            if not queue:
+                break
+            entry = queue.pop()
+            lease = Lease(before + 1, self.shard_id, entry.kind, not_before, expires_at, entry, before, gap)
+            run.append(lease)
+            before = lease.lease_id
+        return run
 
     def _rank_due(self, limit: float) -> None:
         """Every host due by ``limit`` joins the ranking (by its best URL), with its token."""
@@ -574,6 +618,26 @@ class FrontierShard:
             else:
                 hs.errors += 1
                 self._end(lease.entry, "error", reason)
+        self._schedule_all(touched)
+
+    def give_back(self, lease_ids: Iterable[int]) -> None:
+        """Leases of a run that were never sent (core/runs.py): their URLs are queued again as they were (no
+        attempt spent), and their host's clock stays where the answer that ended the run put it."""
+        touched: dict[str, HostState] = {}
+        for lease_id in lease_ids:
+            held = self._leases.pop(lease_id, None)
+            if held is None:
+                continue  # (expired meanwhile: released already)
+            lease, hs = held
+            hs.in_flight -= 1
+            touched[hs.key] = hs
+            self.counters["given_back"] += 1
+            if lease.kind == "robots":  # (runs never hold one; asked again, as after a release)
+                hs.robots_leased = False
+            elif hs.closed is not None:  # (closed meanwhile: its URLs end with it)
+                self._end(lease.entry, *hs.closed)
+            else:
+                self._enqueue(hs, lease.entry)
         self._schedule_all(touched)
 
     def expire(self, now: float | None = None) -> None:

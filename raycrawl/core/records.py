@@ -149,6 +149,11 @@ class Lease:
     not_before: float  # wall-clock time before which the request must not be sent
     expires_at: float  # after this the shard may hand the URL out again: a fetcher must not send it then
     entry: UrlEntry
+    # A host's run (core/runs.py): the lease of the same host sent before this one (0: none). Its request waits
+    # for that exchange to end, then ``gap`` (the host's delay, but for its latency term), and is not sent at
+    # all if that answer ends the run.
+    after: int = 0
+    gap: float = 0.0
 
     @property
     def url(self) -> str:
@@ -209,6 +214,7 @@ class FetchResult:
     last_modified: str | None = None
     warc_id: str | None = None  # its WARC response (or revisit) record's WARC-Record-ID ...
     warc_date: str | None = None  # ... and WARC-Date
+    unsent: bool = False  # a run's lease given back unsent (the run ended before it): no request, no attempt
 
 
 @compact_pickle

@@ -139,7 +139,13 @@ class ShardWork:
     # --- results, straight from the fetch task -------------------------------------------------------
 
     def settle(self, results: list[FetchResult]) -> None:
-        """Ack the results, record the ones that count, and keep their links for the next ``take_shares``."""
+        """Ack the results, record the ones that count, and keep their links for the next ``take_shares``. A run's
+        leases that were not sent go back to their queues (core/runs.py)."""
+        if any(r.unsent for r in results):
+            unsent = [r.lease.lease_id for r in results if r.unsent]
+            self.frontier.give_back(unsent)
+            self._stats.events["run_given_back"] += len(unsent)
+            results = [r for r in results if not r.unsent]
         reply = self.frontier.ack([ack_of(r) for r in results])
         out = Settled()
         settle(results, reply, self.setup.records, self._stats, out)

@@ -1,0 +1,162 @@
+"""A host's run (core/runs.py): several URLs of one host leased at once and sent one after another.
+
+The shard's half: which URLs a run takes, that the host gets nothing more until the run is answered, and that
+unsent leases go back as they were. The fetcher's half, against the test web: what the server sees -- one request
+at a time per host, each at least the host's delay after the end of the exchange before it -- and a run cut by an
+answer that ends it (its remaining leases come back unsent, never requested).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from raycrawl.adapters.fetcher import Fetcher, FetchSettings
+from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.politeness import DelayPolicy
+from raycrawl.core.records import Ack, Lease, UrlEntry
+from raycrawl.core.runs import ends_run, gap_after, run_size
+from raycrawl.testing import TestWeb, WebSpec
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def shard(clock: Clock, delay: float, run_length: int = 4, concurrency: int = 1) -> FrontierShard:
+    settings = FrontierSettings(
+        policy=DelayPolicy(delay=delay, delay_factor=0.0), run_length=run_length, per_host_concurrency=concurrency
+    )
+    return FrontierShard(0, settings, clock=clock)
+
+
+def with_robots(frontier: FrontierShard, clock: Clock, urls: list[str]) -> None:
+    frontier.push([UrlEntry(u, 1) for u in urls])
+    robots = frontier.lease(10)
+    assert {x.kind for x in robots} == {"robots"}
+    frontier.ack([Ack(x.lease_id, 404, clock.now, 0.01, False, ended_at=clock.now) for x in robots])
+
+
+def answer(frontier: FrontierShard, leases: list[Lease], at: float, status: int = 200) -> None:
+    frontier.ack([Ack(x.lease_id, status, at, 0.01, status == 503, ended_at=at) for x in leases])
+
+
+def test_a_due_host_is_leased_a_run_each_lease_after_the_one_before() -> None:
+    clock = Clock()
+    frontier = shard(clock, delay=0.0)
+    urls = [f"http://a.test/{i}" for i in range(10)]
+    with_robots(frontier, clock, urls)
+    run = frontier.lease(10, horizon=0.3)
+    assert len(run) == 4 and [x.url for x in run] == urls[:4]
+    assert [x.after for x in run] == [0] + [x.lease_id for x in run[:-1]] and {x.gap for x in run} == {0.0}
+    assert frontier.lease(10, horizon=0.3) == []  # (its run is out: nothing more for the host)
+    answer(frontier, run[:3], clock.now)
+    assert frontier.lease(10, horizon=0.3) == []  # (... until the whole run is answered)
+    answer(frontier, run[3:], clock.now)
+    assert [x.url for x in frontier.lease(10, horizon=0.3)] == urls[4:8]
+
+
+def test_a_run_holds_as_many_gaps_as_the_horizon_and_no_more_than_the_quota() -> None:
+    clock = Clock()
+    frontier = shard(clock, delay=0.25, run_length=8)
+    with_robots(frontier, clock, [f"http://a.test/{i}" for i in range(10)] + ["http://b.test/0", "http://b.test/1"])
+    clock.now += 1.0
+    leases = frontier.lease(3, horizon=0.3)
+    by_host = [x.url.split("/")[2] for x in leases]
+    # a.test's run: 0.3 s of horizon holds one gap of 0.25 s (two requests); b.test's robots.txt takes the third.
+    assert by_host[:2] == ["a.test", "a.test"] and leases[1].gap == 0.25 and len(leases) == 3
+    assert run_size(8, 0.25, 0.3) == 2 and run_size(8, 0.0, 0.0) == 8 and run_size(1, 0.0, 5) == 1
+
+
+def test_unsent_leases_go_back_as_they_were_and_the_host_is_leased_again() -> None:
+    clock = Clock()
+    frontier = shard(clock, delay=0.0)
+    urls = [f"http://a.test/{i}" for i in range(4)]
+    with_robots(frontier, clock, urls)
+    run = frontier.lease(10, horizon=0.3)
+    answer(frontier, run[:1], clock.now, status=503)  # (the run ends: its host backs off)
+    frontier.give_back([x.lease_id for x in run[1:]])
+    assert frontier.queued == 4 and frontier.lease(10) == []  # (backing off)
+    clock.now += 60.0
+    again = frontier.lease(10, horizon=0.3)
+    assert sorted(x.url for x in again) == sorted(urls) and {x.attempts for x in again if x.url != urls[0]} == {0}
+
+
+def test_several_requests_in_flight_per_host_take_no_runs() -> None:
+    clock = Clock()
+    frontier = shard(clock, delay=0.0, concurrency=2)
+    with_robots(frontier, clock, [f"http://a.test/{i}" for i in range(6)])
+    assert [x.after for x in frontier.lease(10, horizon=0.3)] == [0, 0]
+
+
+@given(gap=st.floats(0, 30), factor=st.floats(0, 5), max_delay=st.floats(0, 60), exchange=st.floats(0, 100))
+def test_the_gap_after_an_exchange_is_the_delay_the_shard_would_set(
+    gap: float, factor: float, max_delay: float, exchange: float
+) -> None:
+    from raycrawl.core.politeness import host_delay
+
+    policy = DelayPolicy(delay=gap, delay_factor=factor, min_delay=0.0, max_delay=max(max_delay, gap))
+    assert gap_after(gap, factor, policy.max_delay, exchange) == host_delay(policy, None, exchange)[0]
+
+
+def test_answers_the_shard_acts_on_end_a_run() -> None:
+    assert not ends_run(200, False, None) and not ends_run(404, False, None) and not ends_run(301, False, None)
+    assert ends_run(503, True, "HTTP 503") and ends_run(403, False, None) and ends_run(451, False, None)
+    assert ends_run(None, True, "ClientConnectorError") and ends_run(200, False, "ValueError: bad body")
+
+
+# --- the fetcher's half, against the test web ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[TestWeb]:
+    with TestWeb(WebSpec(hosts=2, pages_per_host=20, private_links=False, profiles=("normal", "403"))) as web:
+        yield web
+
+
+def run_of(web: TestWeb, host: int, pages: list[int], gap: float) -> list[Lease]:
+    now = time.time()
+    leases, before = [], 0
+    for i, page in enumerate(pages, start=1):
+        lease = Lease(host * 100 + i, 0, "page", now, now + 600, UrlEntry(web.graph.url(host, page), 1), before, gap)
+        leases.append(lease)
+        before = lease.lease_id
+    return leases
+
+
+def test_a_run_reaches_the_server_one_request_at_a_time_a_delay_apart(web: TestWeb) -> None:
+    settings = FetchSettings(allow_network=(f"{web.graph.ip(0)}/32",), delay_factor=0.0)
+    fetcher = Fetcher(settings)
+    leases = run_of(web, 0, [1, 2, 3, 4], gap=0.2)
+    try:
+        results = sorted((r for group in fetcher.fetch_stream(leases) for r in group), key=lambda r: r.lease.lease_id)
+    finally:
+        fetcher.close()
+    assert [r.status for r in results] == [200] * 4 and not any(r.unsent for r in results)
+    for before, after in itertools.pairwise(results):
+        assert after.sent_at >= before.ended_at + 0.2  # (the shard's rule: the delay after the exchange ended)
+    seen = sorted(r["t"] for r in web.requests() if r["ip"] == web.graph.ip(0) and r["path"].startswith("/p/"))
+    assert len(seen) == 4 and all(b - a >= 0.2 for a, b in itertools.pairwise(seen))
+
+
+def test_an_answer_that_ends_a_run_sends_nothing_after_it(web: TestWeb) -> None:
+    settings = FetchSettings(allow_network=(f"{web.graph.ip(1)}/32",), delay_factor=0.0)
+    fetcher = Fetcher(settings)
+    before = len([r for r in web.requests() if r["ip"] == web.graph.ip(1)])
+    try:
+        results = [r for group in fetcher.fetch_stream(run_of(web, 1, [1, 2, 3], gap=0.0)) for r in group]
+    finally:
+        fetcher.close()
+    by_id = {r.lease.lease_id: r for r in results}
+    assert by_id[101].status == 403 and by_id[102].unsent and by_id[103].unsent
+    assert by_id[102].status is None and by_id[102].warc is None
+    assert len([r for r in web.requests() if r["ip"] == web.graph.ip(1)]) == before + 1  # (only the first)
