@@ -164,3 +164,21 @@ def test_the_synthetic_web_answers_in_process_as_the_served_one(web: TestWeb, mo
 
     assert seen(answered) == seen(served)
     assert [r.status for r in answered] == [200, 200, 404, 200]
+
+
+def test_no_request_leaves_before_its_slot_however_early_the_loop_wakes(
+    web: TestWeb, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop whose timers fire early (uvloop's are milliseconds: Ray makes it the loop of every process when it
+    is installed) must not move a request before its ``not_before``."""
+    import asyncio
+
+    real_sleep = asyncio.sleep
+
+    async def early(delay: float, result: object = None) -> object:
+        return await real_sleep(max(0.0, delay - 0.003), result)  # wakes 3 ms early
+
+    monkeypatch.setattr(asyncio, "sleep", early)
+    results = fetch(FetchSettings(allow_network=allow(web)), [web.graph.url(0, p) for p in range(1, 6)], spacing=0.05)
+    assert [r.status for r in results] == [200] * 5
+    assert all(r.sent_at >= r.lease.not_before for r in results)

@@ -279,12 +279,13 @@ class Fetcher:
     # --- on the loop ---------------------------------------------------------------------------------
 
     def _start(self, leases: Sequence[Lease], done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]]) -> None:
-        started: dict[int, asyncio.Task[_Exchange]] = {}
+        # (lease ids are a shard's own: two shards' batches in one task may hold the same id)
+        started: dict[tuple[int, int], asyncio.Task[_Exchange]] = {}
         for lease in leases:  # (a run's leases come after the one each names: core/runs.py)
-            before = started.get(lease.after) if lease.after else None
+            before = started.get((lease.shard, lease.after)) if lease.after else None
             work = self._fetch_one(lease) if before is None else self._fetch_after(lease, before)
             task = self._loop.create_task(work)
-            started[lease.lease_id] = task
+            started[lease.shard, lease.lease_id] = task
             self._running.add(task)  # (the loop keeps only a weak reference to a task)
             task.add_done_callback(functools.partial(self._report, done, lease))
 
@@ -327,7 +328,7 @@ class Fetcher:
             r.responded_at = r.ended_at = time.time()
             return ex
         if wait > 0:
-            await asyncio.sleep(wait)
+            await sleep_until(time.time() + wait)
         url = lease.request_url  # the link as it was written (normalised as RFC 3986 6.2.2 allows), not its dedup key
         hops = ROBOTS_MAX_REDIRECTS if lease.kind == "robots" else 0
         limit = {"robots": MAX_ROBOTS_BYTES, "sitemap": MAX_SITEMAP_BYTES}.get(lease.kind, s.max_body_bytes)
@@ -481,6 +482,14 @@ class Fetcher:
                 r.outlinks, r.spellings, r.warc = [], {}, None
         if self._warc is not None:
             self._warc.flush()
+
+
+async def sleep_until(when: float) -> None:
+    """Until the wall clock reads ``when``, however early the loop's timers fire: with uvloop installed, Ray makes
+    it every new loop's kind, and libuv's millisecond timers woke a request up to ~0.5 ms before its slot (the
+    server saw gaps of 0.1995 s under a 0.2 s delay)."""
+    while (left := when - time.time()) > 0:
+        await asyncio.sleep(left)
 
 
 def _unsent(lease: Lease) -> _Exchange:
