@@ -84,7 +84,7 @@ class CrawlConfig:
     ray_address: str | None = None
     fetch_batch_size: int = _default(LoopSettings, "fetch_batch_size")
     max_tasks_in_flight: int = _default(LoopSettings, "max_tasks_in_flight")
-    fetch_task_cpus: float = 0.5
+    fetch_task_cpus: float = 1.0  # (each task running at once is a worker process: fewer, fuller ones cost less CPU)
     timeout: float = _default(FetchSettings, "timeout")
     fetch_deadline: float = _default(FetchSettings, "fetch_deadline")
     max_body_bytes: int = _default(FetchSettings, "max_body_bytes")

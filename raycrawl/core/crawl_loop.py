@@ -66,7 +66,7 @@ class LoopSettings:
 
     delay: float  # the crawl's configured delay (DelayPolicy owns its default): it paces a round when nothing else does
     max_tasks_in_flight: int = 64  # a ceiling: tasks launch as demand and the cluster's CPUs allow (core/demand.py)
-    fetch_batch_size: int = 32
+    fetch_batch_size: int = 128  # (a fetch task costs a process's Ray calls whatever it carries: benchmarks/README.md)
     lease_horizon: float = 0.3  # seconds ahead a lease may reach: a host due that soon is leased now
     checkpoint_interval: float = 30.0
     max_part_bytes: int = 1 << 30  # a cut is forced when this much output waits in buffers
