@@ -43,9 +43,11 @@ class Run:
         return 1000 * seconds / self.pages if self.pages else float("nan")
 
 
-def run_command(name: str, cmd: list[str], web: TestWeb, ua: str, env: dict[str, str] | None = None) -> Run:
+def run_command(
+    name: str, cmd: list[str], web: TestWeb, ua: str, env: dict[str, str] | None = None, cwd: str | None = None
+) -> Run:
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
     with CpuSampler(root=proc.pid, exclude={web.pid} if web.pid else set(), interval=0.1) as sampler:
         out, err = proc.communicate(timeout=1800)
     wall = time.monotonic() - started
@@ -71,8 +73,10 @@ def raycrawl(web: TestWeb, round_: int, extra: list[str], source: str | None = N
         cmd = [sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(), "--out", out, "--quiet",
                "--delay", "0", "--delay-factor", "0", "--per-host-concurrency", "1", "--user-agent", ua,
                "--allow-network", "127.0.0.0/8", *extra]  # fmt: skip
-        env = dict(os.environ, PYTHONPATH=source) if source else None  # (Ray's workers inherit it from the driver)
-        return run_command("raycrawl" if source is None else "before", cmd, web, ua, env)
+        # (run from the checkout: ``-m`` puts the working directory first on the path, and Ray's workers take the
+        # driver's path and environment)
+        env = dict(os.environ, PYTHONPATH=source) if source else None
+        return run_command("raycrawl" if source is None else "before", cmd, web, ua, env, cwd=source)
 
 
 def table(floor: Run, runs: list[Run]) -> str:
