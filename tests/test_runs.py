@@ -50,12 +50,18 @@ def answer(frontier: FrontierShard, leases: list[Lease], at: float, status: int 
     frontier.ack([Ack(x.lease_id, status, at, 0.01, status == 503, ended_at=at) for x in leases])
 
 
-def test_a_due_host_is_leased_a_run_each_lease_after_the_one_before() -> None:
+def a_run(pages: int) -> tuple[Clock, FrontierShard, list[str], list[Lease]]:
+    """A shard without delay whose one host has ``pages`` URLs queued, robots.txt answered, and its first lease:
+    (its clock, the shard, the URLs, the leases)."""
     clock = Clock()
     frontier = shard(clock, delay=0.0)
-    urls = [f"http://a.test/{i}" for i in range(10)]
+    urls = [f"http://a.test/{i}" for i in range(pages)]
     with_robots(frontier, clock, urls)
-    run = frontier.lease(10, horizon=0.3)
+    return clock, frontier, urls, frontier.lease(10, horizon=0.3)
+
+
+def test_a_due_host_is_leased_a_run_each_lease_after_the_one_before() -> None:
+    clock, frontier, urls, run = a_run(10)
     assert len(run) == 4 and [x.url for x in run] == urls[:4]
     assert [x.after for x in run] == [0] + [x.lease_id for x in run[:-1]] and {x.gap for x in run} == {0.0}
     assert frontier.lease(10, horizon=0.3) == []  # (its run is out: nothing more for the host)
@@ -78,11 +84,7 @@ def test_a_run_holds_as_many_gaps_as_the_horizon_and_no_more_than_the_quota() ->
 
 
 def test_unsent_leases_go_back_as_they_were_and_the_host_is_leased_again() -> None:
-    clock = Clock()
-    frontier = shard(clock, delay=0.0)
-    urls = [f"http://a.test/{i}" for i in range(4)]
-    with_robots(frontier, clock, urls)
-    run = frontier.lease(10, horizon=0.3)
+    clock, frontier, urls, run = a_run(4)
     answer(frontier, run[:1], clock.now, status=503)  # (the run ends: its host backs off)
     frontier.give_back([x.lease_id for x in run[1:]])
     assert frontier.queued == 4 and frontier.lease(10) == []  # (backing off)

@@ -50,7 +50,7 @@ from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links
 from raycrawl.core.media_types import is_html
-from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan
+from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan, ack_of
 from raycrawl.core.revisits import Revisit, conditional_headers, duplicate_revisit, recrawl_outcome, revisit_for
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
 from raycrawl.core.runs import ends_run, gap_after
@@ -297,10 +297,9 @@ class Fetcher:
         if previous is None or previous.unsent or ends_run(previous.status, previous.transient, previous.error):
             return _unsent(lease)
         s = self.settings
-        ended = previous.ended_at or previous.responded_at
-        exchange_s = max(0.0, ended - previous.sent_at) if previous.sent_at else 0.0
-        send_at = max(lease.not_before, ended + gap_after(lease.gap, s.delay_factor, s.max_delay, exchange_s))
-        return await self._fetch_one(lease, send_at)
+        answer = ack_of(previous)  # (what the shard's clock would move by: the same end and the same exchange time)
+        gap = gap_after(lease.gap, s.delay_factor, s.max_delay, answer.elapsed_s)
+        return await self._fetch_one(lease, max(lease.not_before, answer.ended_at + gap))
 
     def _report(
         self,
@@ -319,16 +318,15 @@ class Fetcher:
         ex = _Exchange(FetchResult(lease=lease))
         r = ex.result
         s = self.settings
-        wait = max(0.0, (lease.not_before if send_at is None else send_at) - time.time())
+        send_at = lease.not_before if send_at is None else send_at
         # A lease that could expire before this fetch ends may be handed out again: sending could break politeness.
-        if time.time() + wait + s.fetch_deadline + 5.0 > lease.expires_at:
+        if max(send_at, time.time()) + s.fetch_deadline + 5.0 > lease.expires_at:
             if lease.after:  # (a run that took too long: the rest goes back as it was)
                 return _unsent(lease)
             r.error, r.transient = "LeaseExpired", True
             r.responded_at = r.ended_at = time.time()
             return ex
-        if wait > 0:
-            await sleep_until(time.time() + wait)
+        await sleep_until(send_at)
         url = lease.request_url  # the link as it was written (normalised as RFC 3986 6.2.2 allows), not its dedup key
         hops = ROBOTS_MAX_REDIRECTS if lease.kind == "robots" else 0
         limit = {"robots": MAX_ROBOTS_BYTES, "sitemap": MAX_SITEMAP_BYTES}.get(lease.kind, s.max_body_bytes)

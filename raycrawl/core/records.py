@@ -266,3 +266,20 @@ class Terminal:
     entry: UrlEntry
     outcome: Outcome
     detail: str
+
+
+def ack_of(result: FetchResult) -> Ack:
+    """The shard's view of a result: what moves the host's clock and decides a retry (robots.txt: its body)."""
+    return Ack(
+        result.lease.lease_id,
+        result.status,
+        result.responded_at,
+        # the latency term of the delay counts the whole exchange, body included (core/politeness.py)
+        max(0.0, result.ended_at - result.sent_at) if result.sent_at else result.elapsed_ms / 1000,
+        result.transient,
+        result.error,
+        result.body if result.lease.kind == "robots" else None,
+        result.retry_at,
+        ended_at=result.ended_at or result.responded_at,
+        truncated=result.truncated,
+    )

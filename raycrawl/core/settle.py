@@ -14,7 +14,7 @@ from typing import Any
 from raycrawl.core.frontier import HOST_BUDGET, AckReply
 from raycrawl.core.outlinks import children, unfollowed_redirect
 from raycrawl.core.pages import error_kind, fault_record, fetch_record, terminal_record
-from raycrawl.core.records import Ack, FetchResult, Link, Terminal, WarcSpan
+from raycrawl.core.records import FetchResult, Link, Terminal, WarcSpan
 from raycrawl.core.stats import CrawlStats
 
 
@@ -33,23 +33,6 @@ class Settled:
     kept: list[WarcSpan] = field(default_factory=list)  # WARC spans of results that became output
     seen_nodes: set[str] = field(default_factory=set)  # nodes whose buffers hold WARC of this interval
     latencies: list[float] = field(default_factory=list)  # seconds, request to response headers
-
-
-def ack_of(result: FetchResult) -> Ack:
-    """The shard's view of a result: what moves the host's clock and decides a retry (robots.txt: its body)."""
-    return Ack(
-        result.lease.lease_id,
-        result.status,
-        result.responded_at,
-        # the latency term of the delay counts the whole exchange, body included (core/politeness.py)
-        max(0.0, result.ended_at - result.sent_at) if result.sent_at else result.elapsed_ms / 1000,
-        result.transient,
-        result.error,
-        result.body if result.lease.kind == "robots" else None,
-        result.retry_at,
-        ended_at=result.ended_at or result.responded_at,
-        truncated=result.truncated,
-    )
 
 
 def settle(results: list[FetchResult], reply: AckReply, rules: RecordRules, stats: CrawlStats, out: Settled) -> None:

@@ -28,9 +28,9 @@ from raycrawl.core.outlinks import Candidates, screen
 from raycrawl.core.parts import WarcLedger
 from raycrawl.core.priority import Priority
 from raycrawl.core.queue_store import QueueStore
-from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry, WarcSpan
+from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry, WarcSpan, ack_of
 from raycrawl.core.scope import ScopeKind, ScopePolicy
-from raycrawl.core.settle import RecordRules, Settled, ack_of, settle, terminal_records
+from raycrawl.core.settle import RecordRules, Settled, settle, terminal_records
 from raycrawl.core.sitemap_hints import SitemapHint, score_bonus
 from raycrawl.core.stats import CrawlStats
 from raycrawl.core.traps import TrapRules
