@@ -18,7 +18,8 @@ from typing import Any
 
 from raycrawl import operate
 from raycrawl.adapters.snapshots import redis_url_for_messages
-from raycrawl.config import FIELD_TYPES, PYTHON_ONLY, CrawlConfig, load_named_config
+from raycrawl.config import DURATIONS, FIELD_TYPES, PYTHON_ONLY, CrawlConfig, load_named_config
+from raycrawl.core.revisit_schedule import format_duration
 from raycrawl.errors import RaycrawlError
 from raycrawl.progress import Progress
 from raycrawl.version import __version__
@@ -90,6 +91,15 @@ HELP = {
     "warc": "write no WARC files",
     "revisit_duplicates": "store every page's payload whole, even one this crawl already stored under another URL"
     " (by default such a page is a WARC revisit record naming the first URL)",
+    "revisit": "crawl continuously: every page kept is fetched again (conditionally) when due, and the crawl does"
+    " not end when its frontier is empty (--time-limit, Ctrl-C or stop end a run; --resume goes on)",
+    "revisit_schedule": "adaptive: shorter after a change, longer after none (within --revisit-min/--revisit-max);"
+    " fixed: every --revisit-after",
+    "revisit_after": "a page's first interval (adaptive) or every interval (fixed): 90s, 10m, 6h, 7d",
+    "revisit_min": "shortest adaptive interval",
+    "revisit_max": "longest adaptive interval",
+    "revisit_rules": "a fixed interval for the URLs matching the regular expression PATTERN, e.g. /news/=1h",
+    "rollover": "output parts by period: pages/PERIOD/ and warc/PERIOD/, a checkpoint as each period ends (1d, 6h)",
     "checkpoint_interval": "seconds between checkpoints",
     "redis_url": "keep checkpoints in Redis (redis://[:password@]host:port/db)",
     "crawl_id": "name of the crawl in the checkpoint store",
@@ -112,12 +122,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
                    "max_retry_after", "backoff_base", "max_backoff", "pause_after", "per_host_concurrency",
                    "user_agent", "robots_ttl"),
     "output and durability": ("out", "warc", "keep_truncated", "revisit_duplicates", "checkpoint_interval",
-                              "max_part_bytes", "redis_url", "crawl_id", "resume", "retry_errors", "retry_budget",
-                              "fresh", "quiet"),
+                              "max_part_bytes", "rollover", "redis_url", "crawl_id", "resume", "retry_errors",
+                              "retry_budget", "fresh", "quiet"),
     "fetching and bounds": ("timeout", "fetch_deadline", "max_body_bytes", "max_redirects", "max_path_depth",
                             "max_repeated_segments", "max_outlinks", "max_attempts", "max_queue_per_host",
                             "max_queue_total", "workbench", "frontier_dir", "allow_private_networks", "allow_network",
                             "resolve"),
+    "continuous crawling": ("revisit", "revisit_schedule", "revisit_after", "revisit_min", "revisit_max",
+                            "revisit_rules"),
     "cluster": ("ray_address", "shards", "dedup_partitions", "dedup", "bloom_capacity", "bloom_error_rate",
                 "fetch_batch_size", "max_tasks_in_flight", "fetch_task_cpus", "lease_horizon", "run_length"),
 }  # fmt: skip
@@ -129,6 +141,8 @@ METAVARS = {
     "resolve": "HOST=IP",
     "ray_address": "ADDRESS", "max_body_bytes": "BYTES", "delay_factor": "FACTOR", "bloom_error_rate": "RATE",
     "fetch_task_cpus": "CPUS",
+    "revisit_after": "DURATION", "revisit_min": "DURATION", "revisit_max": "DURATION",
+    "revisit_rules": "PATTERN=DURATION", "rollover": "DURATION",
 }  # fmt: skip
 SECONDS = {"time_limit", "delay", "min_delay", "max_delay", "max_crawl_delay", "max_retry_after", "backoff_base",
            "max_backoff", "robots_ttl", "checkpoint_interval", "timeout", "fetch_deadline",
@@ -178,6 +192,8 @@ def _default_text(name: str) -> str:
         return ",".join(value) if value else "none"
     if isinstance(value, bool):
         return "on" if value else "off"
+    if name in DURATIONS:
+        return format_duration(value)
     return f"{value:,}" if isinstance(value, int) and value >= 10_000 else str(value)
 
 

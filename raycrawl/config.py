@@ -28,6 +28,8 @@ from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import parse_rule
+from raycrawl.core.revisit_schedule import RevisitPolicy, ScheduleKind, parse_duration
+from raycrawl.core.revisit_schedule import parse_rule as parse_revisit_rule
 from raycrawl.core.robots_txt import product_token
 from raycrawl.core.settle import RecordRules
 from raycrawl.core.traps import TrapRules
@@ -108,6 +110,14 @@ class CrawlConfig:
     sitemap_xml: bool = _default(FrontierSettings, "sitemap_xml")
     max_sitemaps_per_host: int = _default(FrontierSettings, "max_sitemaps_per_host")
     priority: tuple[str, ...] = ()  # PATTERN=WEIGHT rules added to a URL's score (core/priority.py)
+    # A continuous crawl (core/revisit_schedule.py): every page kept is due again after an interval
+    revisit: bool = _default(RevisitPolicy, "revisit")
+    revisit_schedule: ScheduleKind = _default(RevisitPolicy, "revisit_schedule")  # noqa: RUF009 (a str)
+    revisit_after: float = _default(RevisitPolicy, "revisit_after")
+    revisit_min: float = _default(RevisitPolicy, "revisit_min")
+    revisit_max: float = _default(RevisitPolicy, "revisit_max")
+    revisit_rules: tuple[str, ...] = ()  # PATTERN=DURATION: a fixed interval for the URLs it matches
+    rollover: float | None = _default(LoopSettings, "rollover")  # output parts by period (core/rollover.py)
     warc: bool = True
     checkpoint_interval: float = _default(LoopSettings, "checkpoint_interval")
     redis_url: str | None = None
@@ -128,6 +138,10 @@ class CrawlConfig:
         for f in dataclasses.fields(self):  # a list where a tuple is declared is what a notebook user writes
             if isinstance(getattr(self, f.name), list):
                 object.__setattr__(self, f.name, tuple(getattr(self, f.name)))
+        for name in DURATIONS:  # ("7d" from Python, as on the command line)
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, _duration(name, value))
         _validate(self)
 
     def replace(self, **changes: Any) -> CrawlConfig:
@@ -204,6 +218,19 @@ def _validate(cfg: CrawlConfig) -> None:
         except ValueError as exc:
             raise ConfigError(f"priority: {exc}", "priority") from None
     need(cfg.max_sitemaps_per_host >= 0, "max_sitemaps_per_host", "a whole number >= 0")
+    for name in DURATIONS:
+        value = getattr(cfg, name)
+        need(value is None or (isinstance(value, int | float) and math.isfinite(value)), name, "a duration")
+    need(cfg.revisit_min > 0, "revisit_min", "a duration > 0, e.g. 90s, 10m, 6h, 7d")
+    need(cfg.revisit_max >= cfg.revisit_min, "revisit_max", f"a duration >= revisit_min ({cfg.revisit_min:g} s)")
+    need(cfg.revisit_after > 0, "revisit_after", "a duration > 0, e.g. 7d")
+    need(cfg.rollover is None or cfg.rollover >= 1, "rollover", "a duration of at least 1s, e.g. 1d or 6h")
+    for rule in cfg.revisit_rules:
+        try:
+            _, seconds = parse_revisit_rule(rule)
+        except ValueError as exc:
+            raise ConfigError(f"revisit_rules: {exc}", "revisit_rules") from None
+        need(seconds > 0, "revisit_rules", f"{rule!r}: an interval > 0")
     need(cfg.checkpoint_interval >= 0, "checkpoint_interval", "seconds >= 0 (0: only at the end and on a stop)")
     need(cfg.max_part_bytes >= 1 << 20, "max_part_bytes", "bytes >= 1048576 (1 MiB)")
     need(bool(cfg.out.strip()), "out", "a directory or a URI such as s3://bucket/prefix")
@@ -246,6 +273,7 @@ def _field_types() -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(CrawlConfig) if f.name not in PYTHON_ONLY}
 
 
+DURATIONS = frozenset({"revisit_after", "revisit_min", "revisit_max", "rollover"})  # seconds, or 90s, 10m, 6h, 7d
 PYTHON_ONLY = frozenset({"filesystem", "score"})  # no flag, TOML key or environment variable: an object, not text
 FIELD_TYPES = _field_types()
 
@@ -265,6 +293,8 @@ def _describe(tp: Any) -> str:
 def coerce(key: str, raw: Any, tp: Any | None = None) -> Any:
     """Turn a TOML value or an environment/CLI string into the field's type, or raise ConfigError naming key."""
     tp = FIELD_TYPES[key] if tp is None else tp
+    if key in DURATIONS and isinstance(raw, str) and raw.strip().lower() not in ("", "none"):
+        return _duration(key, raw)
     origin = typing.get_origin(tp)
     try:
         if origin in (types.UnionType, typing.Union):
@@ -362,8 +392,29 @@ def read_toml(path: str | os.PathLike[str], sources: dict[str, str] | None = Non
             sources[key] = where
         if key == "priority" and isinstance(value, list) and all(isinstance(t, dict) for t in value):
             value = [_sourced(lambda table=table: _priority_rule(table), where) for table in value]
+        if key == "revisit" and isinstance(value, list) and all(isinstance(t, dict) for t in value):
+            # [[revisit]] tables: rules, and the crawl is a continuous one
+            rules = [_sourced(lambda table=table: _revisit_rule(table), where) for table in value]
+            out["revisit_rules"] = coerce("revisit_rules", rules)
+            value = out.get("revisit", True)
         out[key] = _sourced(lambda key=key, value=value: coerce(key, value), where)
     return out
+
+
+def _revisit_rule(table: dict[str, Any]) -> str:
+    """A ``[[revisit]]`` table (``pattern = "..."``, ``every = "1h"``) as the rule text the other layers use."""
+    pattern, every = table.get("pattern"), table.get("every")
+    if not isinstance(pattern, str) or not isinstance(every, str | int | float) or set(table) - {"pattern", "every"}:
+        raise ConfigError(f"revisit: {table!r}: expected a table with pattern (a regular expression) and every (a"
+                          " duration such as 1h)", "revisit_rules")  # fmt: skip
+    return f"{pattern}={every}"
+
+
+def _duration(key: str, text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise ConfigError(f"{key}: {exc}", key) from None
 
 
 def _priority_rule(table: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import argparse
 import json
 from typing import Any
 
+from raycrawl.core.revisit_schedule import format_duration
 from raycrawl.errors import ConfigError, UnknownHost
 from raycrawl.progress import tasks_text
 
@@ -122,19 +123,26 @@ def _status_line(crawl_id: str, status: dict[str, Any]) -> str:
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(status.get("outcomes", {}).items())) or "none"
         why = status.get("stop_reason")
         return f"raycrawl: {crawl_id}: finished ({why}): {status.get('records')} records ({outcomes})"
-    keys = ("pages", "pages_per_s", "queued", "leased", "hosts_ready", "hosts_paused")
+    keys = ("pages", "pages_per_s", "queued", "leased", "hosts_ready", "hosts_paused",
+            "scheduled", "due_within_hour", "freshness_lag_s")  # (the last three: a continuous crawl's)  # fmt: skip
     parts = [f"{key.replace('_', ' ')} {status[key]}" for key in keys if key in status]
     parts.append(f"tasks running/wanted/ceiling {tasks_text(status)}")
     return f"raycrawl: {crawl_id}: {state}" + (f": {', '.join(parts)}" if parts else "")
 
 
 def _host_lines(rows: list[dict[str, Any]]) -> list[str]:
-    lines = [f"{'host':40} {'queued':>8} {'in flight':>9} {'requests':>9} {'delay':>7}  state"]
+    revisits = any(h.get("revisits") for h in rows)  # (a continuous crawl: its change rates and intervals too)
+    more = f" {'revisits':>8} {'changed':>7} {'interval':>9}" if revisits else ""
+    lines = [f"{'host':40} {'queued':>8} {'in flight':>9} {'requests':>9} {'delay':>7}{more}  state"]
     for h in rows:
         state = f"paused: {h['paused']}" if h.get("paused") else h.get("closed") or "ok"
+        if revisits:
+            rate, interval = h.get("change_rate"), h.get("interval")
+            more = (f" {h.get('revisits', 0):>8} {'' if rate is None else f'{rate:.0%}':>7}"
+                    f" {'' if interval is None else format_duration(interval):>9}")  # fmt: skip
         lines.append(
             f"{str(h.get('host'))[:40]:40} {h.get('queued', 0):>8} {h.get('in_flight', 0):>9} "
-            f"{h.get('requests', 0):>9} {h.get('delay', 0):>7.2f}  {state}"
+            f"{h.get('requests', 0):>9} {h.get('delay', 0):>7.2f}{more}  {state}"
         )
     return lines
 

@@ -177,3 +177,36 @@ def test_a_task_that_ended_frees_its_capacity_before_the_next_summaries() -> Non
     assert loop.lease_budget() == 10
     loop.cfg = dataclasses.replace(loop.cfg, max_pages=25)
     assert loop.lease_budget() == 5  # ... but a page budget counts every lease the summaries still show
+
+
+def test_a_continuous_crawl_is_not_over_while_revisits_are_scheduled_and_reports_its_freshness() -> None:
+    loop, clock = make(checkpoint_interval=0)
+    answer(loop, summary(scheduled=5, due_within_hour=2, schedule_overdue=0.0), summary())
+    assert not loop.over()
+    assert loop.freshness() == {"scheduled": 5, "due_within_hour": 2, "freshness_lag_s": 0.0}
+    late = summary(scheduled=4, due_within_hour=4, schedule_overdue=1.5)
+    late.stats.revisit_lag = 3.25  # (a revisit was sent 3.25 s after its time)
+    answer(loop, late, summary())
+    assert loop.freshness()["freshness_lag_s"] == 3.25 and loop.stats.revisit_lag == 3.25
+    clock.now += 61.0  # (a minute later only the schedule's own lag counts)
+    answer(loop, summary(scheduled=4, schedule_overdue=1.5), summary())
+    assert loop.freshness()["freshness_lag_s"] == 1.5
+    answer(loop, summary(), summary())
+    assert loop.over()
+
+
+def test_with_rollover_a_cut_comes_as_each_period_ends_and_names_the_period_it_began_in() -> None:
+    loop, clock = make(checkpoint_interval=0, rollover=60.0)
+    clock.now = 1_800_000_000.0 + 30.0  # (half a minute into a period)
+    loop.checkpointed()
+    answer(loop, summary(), summary())
+    assert not loop.checkpoint_due
+    clock.now += 29.0
+    answer(loop, summary(), summary())
+    assert not loop.checkpoint_due
+    clock.now += 1.0
+    answer(loop, summary(), summary())
+    assert loop.checkpoint_due and loop.cut_period() == "2027-01-15T0800Z"
+    loop.checkpointed()
+    assert loop.cut_period() == "2027-01-15T0801Z"
+    assert make()[0].cut_period() is None

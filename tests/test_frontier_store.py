@@ -116,6 +116,20 @@ operations = st.lists(
     workbench=2,
     run=1,
 )
+@example(  # a run's first URL empties a workbench: the run goes on with the host's stored URLs
+    ops=[("push", [UrlEntry(f"http://a.test/{'p' * i}{i}", 0) for i in range(3)]), ("lease", 1), ("ack", 200),
+         ("lease", 1), ("release", 0), ("wait", 40.0), ("lease", 2)],
+    by_rank=False,
+    workbench=2,
+    run=3,
+)  # fmt: skip
+@example(  # a URL leased at a checkpoint goes back to the head of its host's queue, stored or not
+    ops=[("push", [UrlEntry(f"http://a.test/{'p' * i}{i}", 0) for i in range(3)]), ("lease", 1), ("ack", 200),
+         ("lease", 1), ("checkpoint", 0)],
+    by_rank=False,
+    workbench=2,
+    run=3,
+)  # fmt: skip
 def test_a_stored_frontier_leases_what_an_in_memory_one_leases(
     stores: Stores, ops: list[tuple[str, object]], by_rank: bool, workbench: int, run: int
 ) -> None:

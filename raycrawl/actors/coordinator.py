@@ -383,11 +383,12 @@ class Coordinator:
         """Store the interval's output, then write the cut that lists it. A store that fails: warn and keep
         crawling (the next interval tries again, nothing is lost). A node lost with buffered output: OutputLost
         (the caller rolls the crawl back)."""
+        period = self.loop.cut_period()  # (--rollover: the parts' directory)
         self.loop.checkpointed()
         epoch = self._epoch
         self._epoch += 1  # (even if this cut fails: every attempt's parts have names of their own)
         try:
-            parts = self.output.cut(epoch, ray.get([s.cut.remote(epoch) for s in self.crew.shards]))
+            parts = self.output.cut(epoch, ray.get([s.cut.remote(epoch, period) for s in self.crew.shards]), period)
         except OutputUnwritable as exc:
             self.stats.events["checkpoint_failures"] += 1
             self._checkpoint_error = f"checkpoint {epoch} failed, will retry: output: {exc}"

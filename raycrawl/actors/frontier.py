@@ -111,12 +111,13 @@ class FrontierShardActor:
 
     # --- checkpoints ---------------------------------------------------------------------------------
 
-    def cut(self, epoch: int) -> tuple[str | None, str | None, ShardOutput]:
-        """This interval's page records as a part of ``epoch`` (or why not), and its WARC for the cut."""
+    def cut(self, epoch: int, period: str | None = None) -> tuple[str | None, str | None, ShardOutput]:
+        """This interval's page records as a part of ``epoch`` (in ``period``'s directory, with --rollover), or
+        why not, and its WARC for the cut."""
         part, problem = None, None
         if self._storage is not None:
             try:
-                part = self._pages.cut(self._storage, epoch)
+                part = self._pages.cut(self._storage, epoch, period)
             except StorageError as exc:
                 problem = str(exc)
         return part, problem, self._work.take_output()

@@ -34,6 +34,10 @@ GAUGES = {
     "lease_expiries": "leases that expired before an answer (total)",
     "dedup_hit_ratio": "share of dedup checks that found the URL already seen",
     "pages_per_second": "pages fetched per second since the start",
+    # a continuous crawl's (--revisit)
+    "revisits_scheduled": "URLs fetched and waiting to be due again",
+    "revisits_due_within_hour": "scheduled URLs due within the next hour (overdue ones included)",
+    "freshness_lag_seconds": "how overdue the most overdue page is",
 }
 COUNTERS = ("raycrawl_pages", "raycrawl_bytes")
 HISTOGRAMS = ("raycrawl_fetch_latency_seconds", "raycrawl_checkpoint_seconds")
@@ -83,6 +87,7 @@ class CrawlMetrics:
         frontier = summary.get("frontier", {})
         demand = summary["demand"]
         dedup = summary.get("dedup", {})
+        freshness = summary.get("freshness", {})
         values = {
             "frontier_depth": frontier.get("queued", 0),
             "in_flight": frontier.get("leased", 0),
@@ -98,6 +103,9 @@ class CrawlMetrics:
             "lease_expiries": frontier.get("lease_expiries", 0),
             "dedup_hit_ratio": dedup.get("hits", 0) / dedup["checks"] if dedup.get("checks") else 0.0,
             "pages_per_second": summary.get("pages_per_s", 0.0),
+            "revisits_scheduled": freshness.get("scheduled", 0),
+            "revisits_due_within_hour": freshness.get("due_within_hour", 0),
+            "freshness_lag_seconds": freshness.get("freshness_lag_s", 0.0),
         }
         for name, value in values.items():
             self.gauges[name].set(float(value))

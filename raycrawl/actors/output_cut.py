@@ -27,6 +27,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from raycrawl.adapters.output import (
     PAGES_DIR,
     WARC_DIR,
+    in_period,
     pages_part,
     remove_uncommitted,
     unwrap_doubled_parts,
@@ -58,6 +59,7 @@ def store_warc_parts(
     epoch: int,
     plan: dict[str, Ranges],
     shared_marker: str | None,
+    period: str | None = None,
 ) -> tuple[list[str], str | None]:
     """On ``node``: copy the kept spans of its buffer files into ``warc/``, then delete its buffers of ``epoch``
     and before (its own only: nodes on one disk keep theirs apart). Returns the parts stored, and why not all
@@ -73,7 +75,7 @@ def store_warc_parts(
     stored: list[str] = []
     try:
         for file, ranges in plan.items():
-            name = f"{WARC_DIR}/{file}"
+            name = f"{in_period(WARC_DIR, period)}/{file}"
             storage.put_file(name, os.path.join(directory, file), ranges)
             stored.append(name)
     except (StorageError, OSError) as exc:
@@ -115,8 +117,9 @@ class OutputParts:
         fixed = unwrap_doubled_parts(self.storage, [p for p in self.parts if p.startswith(WARC_DIR + "/")])
         return len(removed), len(fixed)
 
-    def cut(self, epoch: int, shard_cuts: list[ShardCut]) -> list[str]:
-        """Store this interval's output as parts of ``epoch``; the parts the checkpoint of this cut lists. The
+    def cut(self, epoch: int, shard_cuts: list[ShardCut], period: str | None = None) -> list[str]:
+        """Store this interval's output as parts of ``epoch`` (in ``period``'s directories, with --rollover); the
+        parts the checkpoint of this cut lists. The
         shards have stored their page parts (``shard_cuts``); their WARC spans join what earlier cuts could not
         store, and each node copies its own."""
         problems: list[str] = []
@@ -131,7 +134,14 @@ class OutputParts:
         nodes = self.ledger.nodes() if self.buffer is not None else []
         refs = [
             store_warc_parts.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
-                self.location, self.filesystem, self.buffer, node, epoch, self.ledger.plan(node), self.shared_marker
+                self.location,
+                self.filesystem,
+                self.buffer,
+                node,
+                epoch,
+                self.ledger.plan(node),
+                self.shared_marker,
+                period,
             )
             for node in nodes
         ]

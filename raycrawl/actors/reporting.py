@@ -54,6 +54,7 @@ def progress(
         "errors": s.outcomes["error"],
         "hosts_ready": host_counts.get("hosts_ready", 0),
         "hosts_paused": host_counts.get("hosts_paused_now", 0),
+        **(loop.freshness() if loop.scheduled or loop.stats.revisit_lag else {}),  # (a continuous crawl's)
         "stop_reason": loop.user_stop or loop.stop_reason,
         "checkpoint_error": checkpoint_error,
         "checkpoints": len(checkpoints),
@@ -81,7 +82,9 @@ def summary(view: CrawlView) -> dict[str, Any]:
     frontier: dict[str, int] = {}
     for counters in shard_counters:
         for key, value in counters.items():
-            if key != "next_due_in_ms":
+            if key == "schedule_overdue_ms":  # (how overdue the first revisit of any shard is: the largest)
+                frontier[key] = max(frontier.get(key, 0), value)
+            elif key != "next_due_in_ms":
                 frontier[key] = frontier.get(key, 0) + value
     loop = view.loop
     out = loop.stats.summary(now)
@@ -94,7 +97,7 @@ def summary(view: CrawlView) -> dict[str, Any]:
             "stop_reason": loop.user_stop
             or loop.stop_reason
             or ("max-pages-per-host reached" if frontier.get("held_over_budget") else "frontier exhausted"),
-            "resumable": loop.user_stop is not None or left_queued > 0,
+            "resumable": loop.user_stop is not None or left_queued > 0 or frontier.get("scheduled", 0) > 0,
             "left_queued": left_queued,
             "disk_full": loop.disk_full,
             "checkpoints": {
@@ -117,6 +120,7 @@ def summary(view: CrawlView) -> dict[str, Any]:
             ],
             "hosts": busiest,
             "out_dir": view.out,
+            **({"freshness": loop.freshness()} if frontier.get("scheduled") else {}),
         }
     )
     return out

@@ -15,6 +15,7 @@ from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import Priority
+from raycrawl.core.revisit_schedule import RevisitPolicy
 from raycrawl.core.robots import product_token
 from raycrawl.core.settle import RecordRules
 from raycrawl.core.shard_work import ShardSetup
@@ -77,6 +78,7 @@ def shard_setup(
         crawl_id=crawl_id,
         priority=Priority.of(cfg.priority, cfg.score),
         frontier_dir=cfg.frontier_dir,
+        revisit=section(RevisitPolicy, cfg),
     )
 
 

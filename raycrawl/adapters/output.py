@@ -30,8 +30,13 @@ COMMITTED_FILE = "committed.json"
 PART_DIRS = (PAGES_DIR, WARC_DIR)
 
 
-def pages_part(epoch: int, writer: str) -> str:
-    return f"{PAGES_DIR}/pages-e{epoch:06d}-{writer}.jsonl"
+def pages_part(epoch: int, writer: str, period: str | None = None) -> str:
+    """A page part's name: ``pages/[PERIOD/]pages-e<epoch>-<writer>.jsonl`` (a period with --rollover)."""
+    return f"{in_period(PAGES_DIR, period)}/pages-e{epoch:06d}-{writer}.jsonl"
+
+
+def in_period(directory: str, period: str | None) -> str:
+    return f"{directory}/{period}" if period else directory
 
 
 class PagesBuffer:
@@ -55,13 +60,13 @@ class PagesBuffer:
     def flush(self) -> None:
         self._file.flush()
 
-    def cut(self, storage: Storage, epoch: int) -> str | None:
-        """Store the buffered records as a part of ``epoch`` and start an empty buffer; the part's name, or None
-        when there was nothing to store."""
+    def cut(self, storage: Storage, epoch: int, period: str | None = None) -> str | None:
+        """Store the buffered records as a part of ``epoch`` (in ``period``'s directory) and start an empty buffer;
+        the part's name, or None when there was nothing to store."""
         if not self.size:
             return None
         self._file.flush()
-        name = pages_part(epoch, self.writer)
+        name = pages_part(epoch, self.writer, period)
         storage.put_file(name, str(self._path))
         self.discard()
         return name
@@ -110,7 +115,7 @@ def committed_parts(storage: Storage, directory: str | None = None) -> list[str]
 def remove_uncommitted(storage: Storage, keep: Iterable[str]) -> list[str]:
     """Delete the parts no committed checkpoint lists (written before a crash, or by a cut that failed)."""
     kept = set(keep)
-    stray = [name for directory in PART_DIRS for name in storage.list(directory) if name not in kept]
+    stray = [name for directory in PART_DIRS for name in storage.list(directory, recursive=True) if name not in kept]
     storage.delete(stray)
     return stray
 

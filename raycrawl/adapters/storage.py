@@ -96,14 +96,19 @@ class Storage:
             return data
         return None
 
-    def list(self, directory: str) -> list[str]:
-        """Names of the files directly in ``directory`` (relative to the root), sorted; [] when it is missing."""
+    def list(self, directory: str, recursive: bool = False) -> list[str]:
+        """Names of the files in ``directory`` (relative to the root: directly in it, or with ``recursive`` in it
+        and below), sorted; [] when it is missing."""
+        base = self.path(directory)
         try:
-            infos = self.fs.get_file_info(pafs.FileSelector(self.path(directory), allow_not_found=True))
+            infos = self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True, recursive=recursive))
         except OSError as exc:
             raise self._error("list", directory, exc) from None
         prefix = f"{directory.rstrip('/')}/" if directory else ""
-        return sorted(prefix + Path(i.path).name for i in infos if i.type == pafs.FileType.File)
+        files = [i.path for i in infos if i.type == pafs.FileType.File]
+        if not recursive:
+            return sorted(prefix + Path(path).name for path in files)
+        return sorted(prefix + _below(path, base, directory) for path in files)
 
     def exists(self, name: str) -> bool:
         try:
@@ -269,3 +274,11 @@ def _cached(location: str) -> Storage:
 def open_storage(location: str, filesystem: Any = None) -> Storage:
     """``resolve``, once per process for a URI or path (a filesystem object is used as it is)."""
     return resolve(location, filesystem) if filesystem is not None else _cached(location)
+
+
+def _below(path: str, base: str, directory: str) -> str:
+    """``path``'s part below ``directory`` (a listing may spell the base another way: normalised, no scheme)."""
+    if path.startswith(base.rstrip("/") + "/"):
+        return path[len(base.rstrip("/")) + 1 :]
+    marker = f"/{directory.strip('/')}/"
+    return path[path.rindex(marker) + len(marker) :] if marker in path else Path(path).name

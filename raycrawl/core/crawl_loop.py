@@ -30,12 +30,14 @@ from typing import Literal
 from raycrawl.core.batching import split_quota
 from raycrawl.core.demand import fetch_demand
 from raycrawl.core.link_routing import all_delivered
+from raycrawl.core.rollover import period_label, period_of
 from raycrawl.core.stats import CrawlStats
 
 LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
 MAX_IDLE_WAIT = 0.25  # start a round at least this often (limits, operator commands, lease expiry)
 MAX_GATHER = 0.05  # while URLs are out, a round at least this often: an answered host is leased again soon
 MIN_ROUND = 0.025  # ... and at most this often (each round is a call to every shard)
+LAG_WINDOW = 60.0  # seconds over which the freshness lag counts how late revisits were sent
 
 
 @dataclass(slots=True)
@@ -58,6 +60,11 @@ class ShardSummary:
     best_waiting: float | None = None  # with priorities: the best key of a host due but not leased (lower: better)
     store_full: str | None = None  # why the shard's queue store refused URLs (a full disk): the crawl stops
     due_backlog: int = 0  # hosts due within the horizon that no lease took (core/demand.py)
+    # A continuous crawl's schedule (core/due_queue.py): revisits waiting for their time, those due within the hour,
+    # and how long ago the first of them was due (0: none is overdue)
+    scheduled: int = 0
+    due_within_hour: int = 0
+    schedule_overdue: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +80,7 @@ class LoopSettings:
     max_pages: int | None = None
     time_limit: float | None = None
     leftovers: Literal["keep", "record"] = "keep"
+    rollover: float | None = None  # output by period (core/rollover.py): a cut as each period ends
 
 
 @dataclass(slots=True)
@@ -115,6 +123,7 @@ class CrawlLoop:
         self._quiesce_started = 0.0
         self._last_quiesce = 0.0
         self.task_capacity: int | None = None  # tasks the cluster's CPUs hold (the coordinator says; None: no bound)
+        self._lags: list[tuple[float, float]] = []  # (when, how late) revisits were sent, over the last LAG_WINDOW
 
     # --- stopping --------------------------------------------------------------------------------------
 
@@ -152,6 +161,7 @@ class CrawlLoop:
         if not self.checkpoint_due and (
             (interval and now - self._last_checkpoint >= interval - self._last_quiesce)
             or self.buffered > cfg.max_part_bytes
+            or (cfg.rollover and period_of(now, cfg.rollover) != period_of(self._last_checkpoint, cfg.rollover))
         ):
             self.checkpoint_due = True
             self._quiesce_started = now
@@ -197,6 +207,8 @@ class CrawlLoop:
                 earliest = summary.earliest if summary.earliest is not None else self._clock()
                 self.staged.append(StagedBatch(shard, plan.batch_ids[shard], summary.leases, earliest, ref))
         self.stats.add(moved)
+        if moved.revisit_lag > 0:
+            self._lags.append((self._clock(), moved.revisit_lag))
         return moved
 
     # --- fetch tasks -----------------------------------------------------------------------------------
@@ -272,6 +284,24 @@ class CrawlLoop:
         return sum(s.leased for s in self.latest)
 
     @property
+    def scheduled(self) -> int:
+        return sum(s.scheduled for s in self.latest)
+
+    def freshness(self) -> dict[str, float | int]:
+        """A continuous crawl's freshness: revisits waiting and due within the hour, and the freshness lag -- how
+        overdue the most overdue page is: the schedule's first if its time has passed, or the latest a revisit was
+        sent in the last minute (one that waited in its host's queue behind the host's delay)."""
+        now = self._clock()
+        self._lags = [(at, lag) for at, lag in self._lags if at > now - LAG_WINDOW]
+        overdue = max((s.schedule_overdue for s in self.latest), default=0.0)
+        lag = max([overdue, *(lag for _, lag in self._lags)])
+        return {
+            "scheduled": self.scheduled,
+            "due_within_hour": sum(s.due_within_hour for s in self.latest),
+            "freshness_lag_s": round(lag, 3),
+        }
+
+    @property
     def buffered(self) -> int:
         return max((s.buffered for s in self.latest), default=0)
 
@@ -289,8 +319,8 @@ class CrawlLoop:
     def over(self) -> bool:
         """The crawl is over: at rest, nothing leased or staged, nothing queued but on paused hosts -- and those
         are ended first (one more round drains them, saying why each host was paused)."""
-        if self.staged or not self.at_rest() or self.leased:
-            return False
+        if self.staged or not self.at_rest() or self.leased or self.scheduled:
+            return False  # (a continuous crawl waits for its next revisit: it ends by a limit or a stop)
         active = self.queued - sum(s.queued_paused for s in self.latest)
         if active:
             return False
@@ -309,6 +339,12 @@ class CrawlLoop:
     def last_quiesce(self) -> float:
         """Seconds the last checkpoint waited for the crawl to be at rest: from the stop of leasing to the cut."""
         return self._last_quiesce
+
+    def cut_period(self) -> str | None:
+        """With ``rollover``: the period the interval being cut began in (its parts' directory), else None. Asked
+        before ``checkpointed``."""
+        rollover = self.cfg.rollover
+        return period_label(self._last_checkpoint, rollover) if rollover else None
 
     def checkpointed(self) -> None:
         now = self._clock()

@@ -14,6 +14,8 @@ The contract (what the shard's actor, core/shard_work.py, relies on):
 - With ``run_length`` > 1 a due host may be leased several URLs at once, sent one after another (core/runs.py);
   ``give_back(lease_ids)`` takes back the ones a run did not send.
 - ``drain(detail)`` ends every queued URL as ``out_of_budget`` (the crawl stopped before reaching them).
+- ``schedule(entries)``: a continuous crawl's URLs fetched already, due again at their ``known.due``
+  (core/revisit_schedule.py); they wait in the schedule (core/due_queue.py) and join their host's queue when due.
 
 Everything here is plain Python with an injected clock: the actor wrapping it adds nothing but Ray.
 """
@@ -30,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from raycrawl.core.due_queue import DUE_HOST, DueQueue, due_of
 from raycrawl.core.hosts import HostState
 from raycrawl.core.politeness import DelayPolicy, backoff, first_slot_offset
 from raycrawl.core.priority import by_depth
@@ -50,6 +53,7 @@ Clock = Callable[[], float]
 HOST_BUDGET = "max_pages_per_host"  # the detail of URLs a host's page budget turned away
 SITEMAP_BOUND = "max_sitemaps_per_host"  # ... and of sitemap files past the per-host bound
 EVICT_EVERY = 300.0  # seconds between two looks for idle hosts to forget (FrontierShard.evict_idle)
+RELEASE_BOUND = 10_000  # revisits due that one lease call moves from the schedule to their hosts' queues
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,7 @@ class FrontierShard:
         # With a store, a host's queue in memory is its workbench (core/workbench.py); without, it holds everything.
         self._bench = Workbench(store, settings.workbench) if store is not None else None
         self._bench_size = settings.workbench if store is not None else sys.maxsize
+        self._due = DueQueue(store)  # revisits waiting for their time (a continuous crawl's: core/due_queue.py)
         self._rng = random.Random(settings.seed * 7919 + shard_id)
         self._hosts: dict[str, HostState] = {}
         # The ready-heap: (due, token, host). Tokens are unique over the shard (``_schedule``), so two entries
@@ -157,12 +162,20 @@ class FrontierShard:
         """When the earliest host may next be leased (None: no host is waiting to be leased)."""
         top = self._ranked_top()
         soonest = top[1] if top else None  # (due by an earlier lease's horizon: due now, in effect)
+        revisit = self._due.best()
+        if revisit is not None:
+            soonest = revisit if soonest is None else min(revisit, soonest)
         while self._ready:
             due, token, hs = self._ready[0]
             if hs.heap_token == token:
                 return due if soonest is None else min(due, soonest)
             heapq.heappop(self._ready)
         return soonest
+
+    @property
+    def scheduled(self) -> int:
+        """Revisits waiting for their due time (not counted in ``queued``)."""
+        return self._due.count
 
     def take_terminals(self) -> list[Terminal]:
         out, self._terminals = self._terminals, []
@@ -175,7 +188,9 @@ class FrontierShard:
 
     # --- push ----------------------------------------------------------------------------------------
 
-    def push(self, entries: Iterable[UrlEntry]) -> None:
+    def push(self, entries: Iterable[UrlEntry], revisits: bool = False) -> None:
+        """Queue new URLs (or, with ``revisits``, URLs fetched before and due again: admitted once already, their
+        host's page budget does not count them again)."""
         s = self.settings
         hosts, score = self._hosts, self._score
         bench, bench_size = self._bench, self._bench_size
@@ -198,7 +213,7 @@ class FrontierShard:
                 hs.sitemaps += 1
                 if hs.sitemap_wait:  # (what the pages waited for is here: the host's own clock again)
                     hs.next_allowed, hs.sitemap_wait = min(hs.next_allowed, hs.sitemap_wait), 0.0
-            elif s.max_pages_per_host is not None and hs.admitted >= s.max_pages_per_host:
+            elif s.max_pages_per_host is not None and hs.admitted >= s.max_pages_per_host and not revisits:
                 if s.hold_over_budget and len(hs.held) < s.max_queue_per_host:
                     # A budget is a limit, not a verdict: held (and saved) for a --resume with a larger one.
                     hs.held.append(entry)
@@ -229,7 +244,7 @@ class FrontierShard:
             else:
                 bench.add(hs, score(entry), entry)  # type: ignore[union-attr]  # (a bound below maxsize: a store)
             self._queued += 1
-            if entry.kind == "page":  # (a sitemap is not a page: the page budget does not count it)
+            if entry.kind == "page" and not revisits:  # (a sitemap is not a page: the budget does not count it)
                 hs.admitted += 1
             touched[hs.key] = hs
         self._schedule_all(touched)
@@ -244,6 +259,26 @@ class FrontierShard:
                 hs.closed, hs.robots, hs.robots_failures = None, None, 0
         self.counters["dead_letters_retried"] += len(entries)
         self.push(entries)
+
+    def schedule(self, visits: Sequence[tuple[UrlEntry, bool | None]]) -> None:
+        """URLs fetched now, due again at their ``known.due`` (core/revisit_schedule.py), each with what its visit
+        found (True: a change, False: none, None: its first visit) for its host's figures."""
+        for entry, changed in visits:
+            hs = self._hosts.get(host_key(entry.url))
+            if hs is not None and entry.known is not None:
+                hs.interval = entry.known.interval or 0.0
+                if changed is not None:
+                    hs.revisits += 1
+                    hs.changes += changed
+        self._due.add(entry for entry, _ in visits)
+        self.counters["scheduled"] += len(visits)
+
+    def _release_due(self, until: float) -> None:
+        """Revisits due by ``until`` join their hosts' queues (paced there like any URL)."""
+        due = self._due.take_due(until, RELEASE_BOUND)
+        if due:
+            self.counters["revisits_due"] += len(due)
+            self.push(due, revisits=True)
 
     def apply_hints(self, hints: dict[str, SitemapHint]) -> None:
         """What a sitemap says of URLs queued here (core/sitemap_hints.py): each is scored again, or, for a recrawl's
@@ -364,6 +399,8 @@ class FrontierShard:
         now = self._clock()
         self.expire(now)
         limit = now + horizon
+        if self._due.count:  # (due by now, not by the horizon: a lease may be sent as early as its horizon allows)
+            self._release_due(now)
         out: list[Lease] = []
         # This loop runs once per URL leased: what it reads and counts is held in locals, written back after.
         ready, ranked, heappop = self._ready, self._ranked, heapq.heappop
@@ -401,7 +438,7 @@ class FrontierShard:
                 entry = hs.queue.pop()
                 lease = Lease(lease_id, shard, entry.kind, not_before, not_before + ttl, entry)
                 queued -= 1
-                if runs and hs.queue and lease_id + 1 < stop:
+                if runs and (hs.queue or hs.stored) and lease_id + 1 < stop:  # (a workbench may be empty)
                     # (the rest of the run: counted in flight, the host out of the heaps until every one of them
                     # is answered or given back)
                     run = self._run_after(hs, lease, limit, stop - lease_id - 1)
@@ -686,11 +723,16 @@ class FrontierShard:
         return len(idle)
 
     def drain(self, detail: str) -> None:
-        """End everything queued as out_of_budget; a paused host's URLs say why it was paused."""
+        """End everything queued as out_of_budget; a paused host's URLs say why it was paused. Revisits (recorded
+        once already) go back to the schedule, due as they were."""
         for hs in self._hosts.values():
             self._end_queue(hs, "out_of_budget", f"host paused: {hs.paused}" if hs.paused else detail)
             hs.heap_token = 0
         self._ready, self._ranked = [], []
+        revisits = [t.entry for t in self._terminals if due_of(t.entry)]
+        if revisits:
+            self._terminals = [t for t in self._terminals if not due_of(t.entry)]
+            self._due.add(revisits)
 
     # --- operator controls ---------------------------------------------------------------------------
 
@@ -732,12 +774,14 @@ class FrontierShard:
         for lease, hs in self._leases.values():
             if lease.kind != "robots":
                 leased.setdefault(hs.key, []).append(lease.entry)
-        hosts = [hs.saved([*hs.queue, *leased.get(hs.key, [])]) for hs in self._hosts.values()]  # (held inside)
+        # (leased URLs first: they were taken from the queue's head, and go back there)
+        hosts = [hs.saved([*leased.get(hs.key, []), *hs.queue]) for hs in self._hosts.values()]  # (held inside)
         snapshot: dict[str, Any] = {
             "shard": self.shard_id,
             "next_lease_id": self._next_lease_id,
             "counters": dict(self.counters),
             "hosts": hosts,
+            "due": self._due.saved(),
         }
         if self._bench is not None and stored_rows:  # the URLs past the workbenches: (host, score, block)
             snapshot["stored"] = [[host, key, row.decode()] for host, key, row in self._bench.stored_rows()]
@@ -768,6 +812,8 @@ class FrontierShard:
                 self._queued += saved["stored"]
             restored.append(hs)
         self._restore_stored(snapshot.get("stored", []))
+        if "due" in snapshot:
+            self._due.restore(snapshot["due"])
         for hs in restored:
             held, hs.held = hs.held, []
             self._schedule(hs)
@@ -776,6 +822,9 @@ class FrontierShard:
     def _restore_stored(self, stored: list[list[Any]]) -> None:
         """A snapshot's stored URLs into this shard's store as they were (or into memory, without a store)."""
         for host, key, text in stored:
+            if host == DUE_HOST:  # (the schedule's rows: core/due_queue.py)
+                self._due.add_rows((float(key), line) for line in text.split("\n"))
+                continue
             hs = self._hosts.get(host)
             if hs is None or self._bench is None:
                 for line in text.split("\n"):
@@ -815,6 +864,16 @@ class FrontierShard:
             "hosts_waiting": active - ready,
             "hosts_paused_now": len(self._paused),
             "next_due_in_ms": -1 if due is None else int(max(0.0, due - now) * 1000),
+            **self.schedule_summary(now),
+        }
+
+    def schedule_summary(self, now: float) -> dict[str, int]:
+        """A continuous crawl's schedule: revisits waiting, due within the hour, and how overdue its first is."""
+        first = self._due.best()
+        return {
+            "scheduled": self._due.count,
+            "due_within_hour": self._due.due_within(now, 3600.0),
+            "schedule_overdue_ms": int(max(0.0, now - first) * 1000) if first is not None else 0,
         }
 
 

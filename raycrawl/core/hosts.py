@@ -72,6 +72,11 @@ class HostState:
     # URLs past the workbench (``queue``), in the shard's queue store (core/workbench.py): how many, the best score
     stored: int = 0
     stored_best: float = float("inf")
+    # A continuous crawl (core/revisit_schedule.py): visits of pages fetched before, how many found a change, and
+    # the interval its last page was scheduled at
+    revisits: int = 0
+    changes: int = 0
+    interval: float = 0.0
 
     @property
     def queued(self) -> int:
@@ -139,6 +144,9 @@ class HostState:
             "requests": self.requests,
             "fetched": self.fetched,
             "errors": self.errors,
+            "revisits": self.revisits,
+            "change_rate": round(self.changes / self.revisits, 3) if self.revisits else None,
+            "interval": round(self.interval, 3) if self.interval else None,
         }
 
     # --- checkpoints ---------------------------------------------------------------------------------
@@ -151,6 +159,8 @@ class HostState:
         out["robots"] = self.robots.to_dict() if self.robots is not None else None
         if self.held:
             out["held"] = [e.to_row() for e in self.held]
+        if self.revisits or self.interval:
+            out["revisit"] = [self.revisits, self.changes, self.interval]
         if self.stored:  # (its URLs in the queue store: saved by the store's log, counted here)
             out["stored"] = self.stored
         out["closed"] = list(self.closed) if self.closed else None
@@ -167,6 +177,7 @@ class HostState:
         hs.robots = RobotsRules.from_dict(saved["robots"], ua_token) if saved["robots"] else None
         hs.closed = (saved["closed"][0], saved["closed"][1]) if saved["closed"] else None
         hs.held = [UrlEntry.from_row(row) for row in saved.get("held", [])]
+        hs.revisits, hs.changes, hs.interval = saved.get("revisit", (0, 0, 0.0))
         hs.recompute_delay(policy)
         if "lines" in saved:
             return hs, [decode(line) for line in saved["lines"].split("\n")] if saved["lines"] else []

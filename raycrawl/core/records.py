@@ -73,13 +73,19 @@ class Known:
     warc_id: str | None  # WARC-Record-ID of the earlier capture's response record
     warc_date: str | None  # ... and its WARC-Date
     warc_uri: str | None = None  # ... and its URL, when that was another one (the page was a duplicate of it)
+    # A continuous crawl's (core/revisit_schedule.py): the interval that made this visit due, and when it was due
+    interval: float | None = None
+    due: float | None = None
 
-    def to_row(self) -> list[str | None]:
-        row = [self.etag, self.last_modified, self.sha256, self.warc_id, self.warc_date]
-        return [*row, self.warc_uri] if self.warc_uri else row
+    def to_row(self) -> list[str | float | None]:
+        row: list[str | float | None] = [self.etag, self.last_modified, self.sha256, self.warc_id, self.warc_date]
+        tail: list[str | float | None] = [self.warc_uri, self.interval, self.due]
+        while tail and tail[-1] is None:
+            tail.pop()
+        return row + tail
 
     @classmethod
-    def from_row(cls, row: list[str | None]) -> Known:
+    def from_row(cls, row: list[Any]) -> Known:
         return cls(*row)
 
 

@@ -34,15 +34,20 @@ def recrawl_links(records: Iterable[dict[str, Any]]) -> tuple[list[Link], dict[s
         links.append((url, depth if isinstance(depth, int) else 0, None, (), _other(requested, url), "page"))
         status = record.get("status")
         if outcome in CAPTURED_OUTCOMES or (outcome == "fetched" and isinstance(status, int) and 200 <= status < 300):
-            known[url] = Known(
-                _text(record.get("etag")),
-                _text(record.get("last_modified")),
-                _text(record.get("sha256")),
-                _text(record.get("warc_id")),
-                _text(record.get("warc_date")),
-                _text(record.get("duplicate_of")),
-            )
+            known[url] = known_of(record)
     return links, known
+
+
+def known_of(record: dict[str, Any]) -> Known:
+    """What a record of a capture tells the next visit: validators to ask with, the capture a revisit refers to."""
+    return Known(
+        _text(record.get("etag")),
+        _text(record.get("last_modified")),
+        _text(record.get("sha256")),
+        _text(record.get("warc_id")),
+        _text(record.get("warc_date")),
+        _text(record.get("duplicate_of")),
+    )
 
 
 def _text(value: Any) -> str | None:

@@ -33,6 +33,7 @@ class Settled:
     kept: list[WarcSpan] = field(default_factory=list)  # WARC spans of results that became output
     seen_nodes: set[str] = field(default_factory=set)  # nodes whose buffers hold WARC of this interval
     latencies: list[float] = field(default_factory=list)  # seconds, request to response headers
+    visits: list[tuple[FetchResult, dict[str, Any]]] = field(default_factory=list)  # page results and their records
 
 
 def settle(results: list[FetchResult], reply: AckReply, rules: RecordRules, stats: CrawlStats, out: Settled) -> None:
@@ -54,7 +55,9 @@ def settle(results: list[FetchResult], reply: AckReply, rules: RecordRules, stat
         elif result.lease.kind == "robots":
             stats.robots_fetches += 1
         else:
-            out.records.append(page_record(result, rules, stats, out.links))
+            record = page_record(result, rules, stats, out.links)
+            out.records.append(record)
+            out.visits.append((result, record))
             if result.status is not None and result.elapsed_ms:
                 out.latencies.append(result.elapsed_ms / 1000)
 

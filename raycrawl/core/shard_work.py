@@ -15,6 +15,7 @@ through the coordinator, the work that follows from its URLs:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from raycrawl.core.parts import WarcLedger
 from raycrawl.core.priority import Priority
 from raycrawl.core.queue_store import QueueStore
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry, WarcSpan, ack_of
+from raycrawl.core.recrawl import known_of
+from raycrawl.core.revisit_schedule import RevisitPolicy, change_of, scheduled_again
 from raycrawl.core.scope import ScopeKind, ScopePolicy
 from raycrawl.core.settle import RecordRules, Settled, settle, terminal_records
 from raycrawl.core.sitemap_hints import SitemapHint, score_bonus
@@ -56,6 +59,7 @@ class ShardSetup:
     crawl_id: str = "crawl"
     priority: Priority = field(default_factory=Priority)  # the URLs' scores (core/priority.py)
     frontier_dir: str = ""  # where the shard's queue store goes on its node (""): the system's temporary directory)
+    revisit: RevisitPolicy = field(default_factory=RevisitPolicy)  # a continuous crawl's (core/revisit_schedule.py)
 
 
 @dataclass(slots=True)
@@ -127,6 +131,10 @@ class ShardWork:
             # (a round that leased less than its quota left no due host unleased: the walk only when it ran out)
             due_backlog=shard.due_backlog(horizon, BACKLOG_CAP) if len(leases) >= quota else 0,
         )
+        if shard.scheduled:
+            schedule = shard.schedule_summary(self._clock())
+            summary.scheduled, summary.due_within_hour = schedule["scheduled"], schedule["due_within_hour"]
+            summary.schedule_overdue = schedule["schedule_overdue_ms"] / 1000
         self._stats, self._latencies = CrawlStats(started_at=0.0), []
         return leases, summary
 
@@ -155,12 +163,35 @@ class ShardWork:
         self._output.spans.extend(out.kept)
         self._output.nodes.update(out.seen_nodes)
         self._records(out.records)
+        if self.setup.revisit.revisit:
+            self._schedule_again(out.visits)
         self._end_terminals()  # (a robots.txt answer may have ended URLs queued for its host)
         self._latencies.extend(out.latencies)
         for result in results:
             if result.hints:
                 self._take_hints(result.hints)
         self.offer(out.links)
+
+    def _schedule_again(self, visits: list[tuple[FetchResult, dict[str, Any]]]) -> None:
+        """A continuous crawl: each page kept is due again after its interval (core/revisit_schedule.py), asked
+        for conditionally then, with what this visit learned; how late a revisit was sent is counted."""
+        policy, now = self.setup.revisit, self._clock()
+        again: list[tuple[UrlEntry, bool | None]] = []
+        for result, record in visits:
+            entry = result.lease.entry
+            before = entry.known
+            if before is not None and before.due is not None and result.sent_at:
+                self._stats.revisit_lag = max(self._stats.revisit_lag, result.sent_at - before.due)
+            if not scheduled_again(record["outcome"], record["status"], result.lease.kind):
+                continue
+            change = change_of(record["outcome"], before is not None and before.sha256 is not None)
+            interval = policy.next(entry.url, before.interval if before is not None else None, change)
+            answered = result.ended_at or result.responded_at or now
+            known = dataclasses.replace(known_of(record), interval=interval, due=answered + interval)
+            revisit = UrlEntry(entry.url, entry.depth, entry.parent, 0, entry.redirects, entry.requested, "page", known)
+            again.append((revisit, None if change == "first" else change == "changed"))
+        if again:
+            self.frontier.schedule(again)
 
     def _take_hints(self, hints: dict[str, SitemapHint]) -> None:
         """A sitemap's hints for this shard's pages: the queued ones take them now, the rest when the seen-set

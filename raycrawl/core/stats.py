@@ -24,6 +24,7 @@ class CrawlStats:
     peak_tasks_in_flight: int = 0
     fetch_nodes: Counter[str] = field(default_factory=Counter)  # URLs fetched per Ray node
     faults: Counter[str] = field(default_factory=Counter)  # exceptions the per-URL fault boundary caught, by class
+    revisit_lag: float = 0.0  # the latest a revisit was sent after its due time, in seconds (a maximum, not a sum)
 
     @property
     def pages_fetched(self) -> int:
@@ -48,6 +49,7 @@ class CrawlStats:
             "robots_fetches": self.robots_fetches,
             "seeds": self.seeds,
             "peak_tasks_in_flight": self.peak_tasks_in_flight,
+            "revisit_lag": self.revisit_lag,
         }
 
     @classmethod
@@ -60,6 +62,7 @@ class CrawlStats:
         stats.faults.update(d.get("faults", {}))
         for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds", "peak_tasks_in_flight"):
             setattr(stats, name, d[name])
+        stats.revisit_lag = d.get("revisit_lag", 0.0)
         return stats
 
     def add(self, other: CrawlStats) -> None:
@@ -68,6 +71,7 @@ class CrawlStats:
             getattr(self, name).update(getattr(other, name))
         for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.revisit_lag = max(self.revisit_lag, other.revisit_lag)
 
     def count_task(self, urls: int) -> None:
         self.tasks += 1
@@ -91,4 +95,5 @@ class CrawlStats:
             "events": dict(self.events),
             "seeds": self.seeds,
             "peak_tasks_in_flight": self.peak_tasks_in_flight,
+            "revisit_lag_max_s": round(self.revisit_lag, 3),
         }

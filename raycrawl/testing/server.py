@@ -18,6 +18,8 @@ Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustne
 - ``slow``: every page answers after ``slow_seconds``.
 - ``hostile``: traps, bombs, drips, loops, bad encodings and canary links: see ``testing/hostile.py``.
 - ``recovering``: some pages answer 503 until the web's revision is 2: see ``testing/versioned.py``.
+- ``changing``: pages that change every ``change_period`` seconds, never, or go after ``remove_after``, while a
+  crawl runs: see ``testing/changing.py``.
 - ``versioned``: pages that change, go and appear between crawls, with validators: see ``testing/versioned.py``.
   ``versioned-sitemap``: the same, with a sitemap (named by robots.txt) that gives each page's ``lastmod``.
 - ``sitemap``: pages that link nowhere, found only through robots.txt -> sitemap index -> sitemaps (gzip, text,
@@ -42,7 +44,7 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import IO
 
-from raycrawl.testing import hostile, odd, sitemapweb, versioned
+from raycrawl.testing import changing, hostile, odd, sitemapweb, versioned
 from raycrawl.testing.graph import WebGraph, WebSpec
 
 MAX_HEADER_BYTES = 16 * 1024
@@ -58,6 +60,7 @@ class TestWebServer:
         self.graph = WebGraph(spec, 0)
         self._ip_to_host = {self.graph.ip(h): h for h in range(spec.hosts)}
         self._page_requests: dict[int, int] = {}
+        self.started = time.time()
 
     def route(
         self, host: int, path: str, request: dict[str, str] | None = None
@@ -75,6 +78,12 @@ class TestWebServer:
             answer = sitemapweb.route(path, netloc, self.spec.pages_per_host, outside)
             if answer is not None:
                 return (*answer, 0.0)
+        if profile == "changing" and path != "/robots.txt":
+            spec = self.spec
+            age = time.time() - self.started
+            changed = changing.answer(path, age, self.started, spec.change_period, spec.remove_after, request or {})
+            if changed is not None:
+                return (*changed, 0.0)
         if profile == "recovering":
             down = versioned.recovering(path, versioned.revision(self.spec.revision_file))
             if down is not None:

@@ -1,0 +1,61 @@
+"""The ``changing`` profile of the test web: pages that change on known schedules while a crawl runs, for
+continuous-crawl tests (core/revisit_schedule.py). Times count from the server's start.
+
+- ``/``: links to every page below; never changes.
+- ``/fast/{i}`` (i < FAST): a new version every ``WebSpec.change_period`` seconds.
+- ``/never/{i}`` (i < NEVER): never changes.
+- ``/removed/{i}`` (i < REMOVED): as ``never`` until ``WebSpec.remove_after`` seconds, then 410 Gone.
+
+Validators: ``ETag`` (from the body) and ``Last-Modified`` (when its version began), honoured as RFC 9110 says
+(If-None-Match first); odd-numbered pages send none and ignore conditions, as many servers do -- an unchanged one
+is then known only by its payload's digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from email.utils import formatdate
+
+FAST, NEVER, REMOVED = 4, 4, 2
+Answer = tuple[int, list[tuple[str, str]], bytes]
+
+
+def paths() -> list[str]:
+    return ([f"/fast/{i}" for i in range(FAST)] + [f"/never/{i}" for i in range(NEVER)]
+            + [f"/removed/{i}" for i in range(REMOVED)])  # fmt: skip
+
+
+def version(path: str, age: float, period: float) -> int:
+    """The page's version ``age`` seconds after the server started (0: as it started)."""
+    return int(age // period) if path.startswith("/fast/") else 0
+
+
+def has_validators(path: str) -> bool:
+    return int(path.rsplit("/", 1)[1]) % 2 == 0
+
+
+def answer(path: str, age: float, started: float, period: float, remove_after: float,
+           request: dict[str, str]) -> Answer | None:  # fmt: skip
+    """(status, headers, body) of a path, or None for paths this profile does not serve."""
+    html = [("Content-Type", "text/html; charset=utf-8")]
+    if path == "/":
+        links = "".join(f'<a href="{p}">{p}</a> ' for p in paths())
+        return 200, html, f"<html><body><h1>{request.get('host', '')}</h1>{links}</body></html>".encode()
+    if path not in paths():
+        return None
+    if path.startswith("/removed/") and age >= remove_after:
+        return 410, [], b"gone\n"
+    v = version(path, age, period)
+    host = request.get("host", "")  # (each host's pages its own: no payload is another host's duplicate)
+    body = f"<html><body><p>{host}{path} version {v}</p>{'x' * 500}</body></html>".encode()
+    if not has_validators(path):
+        return 200, html, body
+    etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+    modified = formatdate(int(started + v * period), usegmt=True)
+    validators = [("ETag", etag), ("Last-Modified", modified)]
+    if "if-none-match" in request:
+        if etag in (tag.strip() for tag in request["if-none-match"].split(",")):
+            return 304, validators, b""
+    elif request.get("if-modified-since") == modified:
+        return 304, validators, b""
+    return 200, html + validators, body
