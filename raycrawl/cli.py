@@ -99,6 +99,8 @@ HELP = {
     "revisit_min": "shortest adaptive interval",
     "revisit_max": "longest adaptive interval",
     "revisit_rules": "a fixed interval for the URLs matching the regular expression PATTERN, e.g. /news/=1h",
+    "seen_ttl": "the seen-set forgets a URL after this long: a link to it found later queues it again (default:"
+    " never; with --revisit, twice --revisit-max)",
     "rollover": "output parts by period: pages/PERIOD/ and warc/PERIOD/, a checkpoint as each period ends (1d, 6h)",
     "checkpoint_interval": "seconds between checkpoints",
     "redis_url": "keep checkpoints in Redis (redis://[:password@]host:port/db)",
@@ -129,7 +131,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                             "max_queue_total", "workbench", "frontier_dir", "allow_private_networks", "allow_network",
                             "resolve"),
     "continuous crawling": ("revisit", "revisit_schedule", "revisit_after", "revisit_min", "revisit_max",
-                            "revisit_rules"),
+                            "revisit_rules", "seen_ttl"),
     "cluster": ("ray_address", "shards", "dedup_partitions", "dedup", "bloom_capacity", "bloom_error_rate",
                 "fetch_batch_size", "max_tasks_in_flight", "fetch_task_cpus", "lease_horizon", "run_length"),
 }  # fmt: skip
@@ -142,13 +144,14 @@ METAVARS = {
     "ray_address": "ADDRESS", "max_body_bytes": "BYTES", "delay_factor": "FACTOR", "bloom_error_rate": "RATE",
     "fetch_task_cpus": "CPUS",
     "revisit_after": "DURATION", "revisit_min": "DURATION", "revisit_max": "DURATION",
-    "revisit_rules": "PATTERN=DURATION", "rollover": "DURATION",
+    "revisit_rules": "PATTERN=DURATION", "rollover": "DURATION", "seen_ttl": "DURATION",
 }  # fmt: skip
 SECONDS = {"time_limit", "delay", "min_delay", "max_delay", "max_crawl_delay", "max_retry_after", "backoff_base",
            "max_backoff", "robots_ttl", "checkpoint_interval", "timeout", "fetch_deadline",
            "lease_horizon"}  # fmt: skip
 
 NO_DEFAULT = {"shards": "one per CPU, at least 2", "dedup_partitions": "one per 8 CPUs, at least 1",
+              "seen_ttl": "never; with --revisit, twice --revisit-max",
               "crawl_id": "the --out directory's name",
               "ray_address": "RAY_ADDRESS, else a local Ray", "redis_url": "none: OUT/checkpoints"}  # fmt: skip
 

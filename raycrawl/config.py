@@ -118,6 +118,8 @@ class CrawlConfig:
     revisit_max: float = _default(RevisitPolicy, "revisit_max")
     revisit_rules: tuple[str, ...] = ()  # PATTERN=DURATION: a fixed interval for the URLs it matches
     rollover: float | None = _default(LoopSettings, "rollover")  # output parts by period (core/rollover.py)
+    # the seen-set forgets a URL after this (core/seen_expiry.py); None: never, or with revisit 2 x revisit_max
+    seen_ttl: float | None = None
     warc: bool = True
     checkpoint_interval: float = _default(LoopSettings, "checkpoint_interval")
     redis_url: str | None = None
@@ -146,6 +148,14 @@ class CrawlConfig:
 
     def replace(self, **changes: Any) -> CrawlConfig:
         return dataclasses.replace(self, **changes)
+
+    @property
+    def seen_expiry(self) -> float | None:
+        """How long the seen-set keeps a URL: --seen-ttl, or in a continuous crawl twice --revisit-max (a URL that
+        left the schedule -- gone, an error -- may come back through a link then); None: for ever."""
+        if self.seen_ttl is not None:
+            return self.seen_ttl
+        return 2 * self.revisit_max if self.revisit else None
 
     def resolve_map(self) -> dict[str, str]:
         """``--resolve HOST=IP`` entries as a mapping (like curl's --resolve, without the port)."""
@@ -225,6 +235,7 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.revisit_max >= cfg.revisit_min, "revisit_max", f"a duration >= revisit_min ({cfg.revisit_min:g} s)")
     need(cfg.revisit_after > 0, "revisit_after", "a duration > 0, e.g. 7d")
     need(cfg.rollover is None or cfg.rollover >= 1, "rollover", "a duration of at least 1s, e.g. 1d or 6h")
+    need(cfg.seen_ttl is None or cfg.seen_ttl >= 1, "seen_ttl", "a duration of at least 1s, e.g. 60d")
     for rule in cfg.revisit_rules:
         try:
             _, seconds = parse_revisit_rule(rule)
@@ -273,7 +284,8 @@ def _field_types() -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(CrawlConfig) if f.name not in PYTHON_ONLY}
 
 
-DURATIONS = frozenset({"revisit_after", "revisit_min", "revisit_max", "rollover"})  # seconds, or 90s, 10m, 6h, 7d
+# Settings that are durations: seconds, or 90s, 10m, 6h, 7d
+DURATIONS = frozenset({"revisit_after", "revisit_min", "revisit_max", "rollover", "seen_ttl"})
 PYTHON_ONLY = frozenset({"filesystem", "score"})  # no flag, TOML key or environment variable: an object, not text
 FIELD_TYPES = _field_types()
 

@@ -58,7 +58,7 @@ class Crew:
     def _partition_maker(self, partition: int) -> ActorMaker:
         setup = self.setup
         return lambda place: self._dedup_class.options(scheduling_strategy=place).remote(
-            *self._dedup_args, partition, setup.out, setup.filesystem
+            *self._dedup_args, partition, setup.out, setup.filesystem, setup.seen_ttl
         )
 
     def offer_seeds(self, seeds: list[str], tracking_params: tuple[str, ...]) -> None:

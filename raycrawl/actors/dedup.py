@@ -34,9 +34,10 @@ class DedupActor:
         partition: int = 0,
         out: str | None = None,
         filesystem: str | None = None,
+        ttl: float | None = None,
     ) -> None:
         self._id = partition
-        self._state = SeenPartition(kind, capacity, error_rate)
+        self._state = SeenPartition(kind, capacity, error_rate, ttl)  # (ttl: marks expire, core/seen_expiry.py)
         storage = open_storage(out, filesystem) if out else None
         self._segments = SeenSegments(storage, partition, self._state) if storage is not None else None
 
@@ -70,6 +71,10 @@ class DedupActor:
 
     def add_new(self, packed: bytes) -> bytes:
         return self._state.add_new(packed)
+
+    def touch(self, packed: bytes) -> None:
+        """Renew marks (a continuous crawl's URLs scheduled again: they must not come back as new)."""
+        self._state.touch(packed)
 
     def stats(self) -> dict[str, float]:
         return self._state.stats()

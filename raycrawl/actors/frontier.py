@@ -61,7 +61,8 @@ class FrontierShardActor:
     def lease(
         self, quota: int, horizon: float, drain: str | None, batch_id: int, finished: list[int]
     ) -> tuple[list[Lease], ShardSummary]:
-        self._route(self._work.take_shares())  # (before the summary: it counts the batches this sends)
+        # (before the summary: it counts the batches this sends)
+        self._route(self._work.take_shares(), self._work.router.take_touches())
         leases, summary = self._work.lease(quota, horizon, drain, batch_id, finished)
         summary.buffered = max(summary.buffered, self._pages.size)
         return leases, summary
@@ -81,12 +82,18 @@ class FrontierShardActor:
     def push(self, entries: list[UrlEntry], sender: int) -> None:
         self._work.receive(entries, sender)
 
-    def _route(self, shares: dict[int, PartitionShare]) -> None:
+    def _route(self, shares: dict[int, PartitionShare], touches: dict[int, list[int]] | None = None) -> None:
+        # Marks to renew go with the round's questions, and are waited for with them: a checkpoint cut after this
+        # round holds them. (A partition that died takes them with it: a renewal lost costs at most a URL queued
+        # twice once its mark expires.)
+        renewals = [self._partitions[p].touch.remote(pack_fingerprints(fps)) for p, fps in (touches or {}).items()]
         if not shares:
+            if renewals:
+                ray.wait(renewals, num_returns=len(renewals))
             return
         asked = list(shares)
         refs = [self._partitions[p].add_new.remote(pack_fingerprints(shares[p].fingerprints)) for p in asked]
-        ray.wait(refs, num_returns=len(refs))
+        ray.wait(refs + renewals, num_returns=len(refs) + len(renewals))
         for p, ref in zip(asked, refs, strict=True):
             try:
                 answer = ray.get(ref)

@@ -79,6 +79,7 @@ def shard_setup(
         priority=Priority.of(cfg.priority, cfg.score),
         frontier_dir=cfg.frontier_dir,
         revisit=section(RevisitPolicy, cfg),
+        seen_ttl=cfg.seen_expiry,
     )
 
 

@@ -13,7 +13,7 @@ its way -- the coordinator's test that the crawl is at rest (termination, the ch
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from raycrawl.core.outlinks import Candidates
@@ -38,6 +38,7 @@ class LinkRouter:
         self.partitions = partitions
         self._log: list[list[int]] = [[] for _ in range(partitions)]
         self._held: dict[int, list[PartitionShare]] = {}
+        self._touches: dict[int, list[int]] = {}  # fingerprints whose marks to renew, by partition
         self.sent = [0] * shards  # batches of new URLs sent to each shard (this one included)
         self.received = [0] * shards  # ... and received from each
 
@@ -67,6 +68,17 @@ class LinkRouter:
         new = [i for i, is_new in enumerate(answer) if is_new]
         self._log[partition].extend(share.fingerprints[i] for i in new)
         return [share.entries[i] for i in new]
+
+    def touch(self, urls: Iterable[str]) -> None:
+        """URLs whose seen marks are to be renewed (an expiring seen-set: core/seen_expiry.py), at the next round."""
+        n = self.partitions
+        for url in urls:
+            fp = fingerprint(url)
+            self._touches.setdefault(partition_of(fp, n), []).append(fp)
+
+    def take_touches(self) -> dict[int, list[int]]:
+        touches, self._touches = self._touches, {}
+        return touches
 
     def hold(self, partition: int, share: PartitionShare) -> None:
         """The partition did not answer (it died): its share waits for the partition's rebuild."""

@@ -19,7 +19,18 @@ def partition_of(fingerprint: int, partitions: int) -> int:
 
 # Figures that add up over partitions; the rest (rates, settings) are the same in each and kept as they are.
 _SUMMED = frozenset(
-    {"size", "checks", "hits", "memory_bytes", "expected_false_drops", "capacity", "capacity_now", "grown", "payloads"}
+    {
+        "size",
+        "checks",
+        "hits",
+        "memory_bytes",
+        "expected_false_drops",
+        "capacity",
+        "capacity_now",
+        "grown",
+        "payloads",
+        "expired",
+    }
 )
 
 

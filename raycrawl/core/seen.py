@@ -30,6 +30,10 @@ class SeenSet(Protocol):
         """Mark each fingerprint seen; True for those not seen before (duplicates in the batch: first wins)."""
         ...
 
+    def holds(self, fingerprints: Iterable[int]) -> list[bool]:
+        """For each fingerprint, whether it is seen (nothing is marked)."""
+        ...
+
     def __len__(self) -> int: ...
 
     def memory_bytes(self) -> int: ...
@@ -60,6 +64,10 @@ class ExactSeenSet:
     def __contains__(self, fp: int) -> bool:
         probe = np.array([fp], dtype=np.uint64)
         return bool(_members(self._sorted, probe)[0] or _members(self._recent, probe)[0])
+
+    def holds(self, fingerprints: Iterable[int]) -> list[bool]:
+        batch = _as_array(fingerprints)
+        return cast(list[bool], (_members(self._sorted, batch) | _members(self._recent, batch)).tolist())
 
     def add_new(self, fingerprints: Iterable[int]) -> list[bool]:
         batch = _as_array(fingerprints)
@@ -162,6 +170,10 @@ class BloomSeenSet:
             k, m, n = f.num_slices, f.num_bits, f.count
             miss *= 1.0 - (1.0 - math.exp(-k * n / m)) ** k
         return 1.0 - miss
+
+    def holds(self, fingerprints: Iterable[int]) -> list[bool]:
+        bloom = self._filter
+        return [fp.to_bytes(8, "big") in bloom for fp in fingerprints]
 
     def add_new(self, fingerprints: Iterable[int]) -> list[bool]:
         out: list[bool] = []

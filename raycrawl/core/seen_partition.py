@@ -8,6 +8,7 @@ capture rows set since. ``restore`` takes a whole state and the changes after it
 
 from __future__ import annotations
 
+import time
 from array import array
 from collections.abc import Callable
 from typing import Literal
@@ -15,24 +16,46 @@ from typing import Literal
 from raycrawl.core.captures import Capture, CaptureRegistry, Claim
 from raycrawl.core.partitions import pack_part, unpack_part
 from raycrawl.core.seen import BloomSeenSet, ExactSeenSet, SeenSet
+from raycrawl.core.seen_expiry import ExpiringSeenSet, saved_with_generations
 
 SeenKind = Literal["exact", "bloom"]
+Clock = Callable[[], float]
+
+
+UNBOUNDED_TTL = 100 * 365 * 86400.0  # (marks saved with an expiry, restored by a crawl without one: kept)
 
 
 class SeenPartition:
-    def __init__(self, kind: SeenKind, capacity: int, error_rate: float) -> None:
+    def __init__(
+        self, kind: SeenKind, capacity: int, error_rate: float, ttl: float | None = None, clock: Clock = time.time
+    ) -> None:
         self._kind, self._capacity, self._error_rate = kind, capacity, error_rate
-        self.seen: SeenSet = self._empty()
+        self._ttl, self._clock = ttl, clock  # marks expire after ttl (core/seen_expiry.py); None: never
+        self.seen: SeenSet | ExpiringSeenSet = self._empty()
         self.captures = CaptureRegistry()
 
-    def _empty(self) -> SeenSet:
+    def _inner(self) -> SeenSet:
         return ExactSeenSet() if self._kind == "exact" else BloomSeenSet(self._capacity, self._error_rate)
+
+    def _load(self, data: bytes) -> SeenSet:
+        if self._kind == "exact":
+            return ExactSeenSet.from_bytes(data)
+        return BloomSeenSet.from_bytes(data, self._capacity, self._error_rate)
+
+    def _empty(self) -> SeenSet | ExpiringSeenSet:
+        return self._inner() if self._ttl is None else ExpiringSeenSet(self._inner, self._ttl, self._clock)
 
     def add_new(self, packed: bytes) -> bytes:
         """Fingerprints as the raw bytes of an ``array('Q')``; one byte each: 1 if it was new."""
-        fps = array("Q")
-        fps.frombytes(packed)
-        return bytes(self.seen.add_new(fps))
+        return bytes(self.seen.add_new(_unpacked(packed)))
+
+    def touch(self, packed: bytes) -> None:
+        """Renew these marks (with an expiry: they last a ttl from now; without, they are marked)."""
+        fps = _unpacked(packed)
+        if isinstance(self.seen, ExpiringSeenSet):
+            self.seen.touch(fps)
+        else:
+            self.seen.add_new(fps)
 
     def claim_payloads(self, claims: list[Claim]) -> list[Capture | None]:
         return self.captures.claim(claims)
@@ -59,16 +82,23 @@ class SeenPartition:
             self.seen, self.captures = self._empty(), CaptureRegistry()
         else:
             seen, captured = unpack_part(whole)
-            if self._kind == "exact":
-                self.seen = ExactSeenSet.from_bytes(seen)
+            if self._ttl is not None or saved_with_generations(seen):
+                ttl = self._ttl or UNBOUNDED_TTL
+                self.seen = ExpiringSeenSet.from_bytes(seen, self._inner, self._load, ttl, self._clock)
             else:
-                self.seen = BloomSeenSet.from_bytes(seen, self._capacity, self._error_rate)
+                self.seen = self._load(seen)
             self.captures = CaptureRegistry.from_bytes(captured)
         for change in changes:
             added, captured = unpack_part(change)
-            self.add_new(added)
+            self.touch(added)  # (marks made or renewed after the whole: renewed again, never shortened)
             self.captures.apply(captured)
         self.take_changes()  # (restored, not changed)
 
     def stats(self) -> dict[str, float]:
         return self.seen.stats() | {"payloads": len(self.captures)}
+
+
+def _unpacked(packed: bytes) -> array[int]:
+    fps = array("Q")
+    fps.frombytes(packed)
+    return fps

@@ -60,6 +60,7 @@ class ShardSetup:
     priority: Priority = field(default_factory=Priority)  # the URLs' scores (core/priority.py)
     frontier_dir: str = ""  # where the shard's queue store goes on its node (""): the system's temporary directory)
     revisit: RevisitPolicy = field(default_factory=RevisitPolicy)  # a continuous crawl's (core/revisit_schedule.py)
+    seen_ttl: float | None = None  # the seen-set's marks expire after this (core/seen_expiry.py); None: never
 
 
 @dataclass(slots=True)
@@ -192,6 +193,8 @@ class ShardWork:
             again.append((revisit, None if change == "first" else change == "changed"))
         if again:
             self.frontier.schedule(again)
+            if self.setup.seen_ttl is not None:  # (on the schedule: never new again through a link)
+                self.router.touch(entry.url for entry, _ in again)
 
     def _take_hints(self, hints: dict[str, SitemapHint]) -> None:
         """A sitemap's hints for this shard's pages: the queued ones take them now, the rest when the seen-set
