@@ -60,6 +60,8 @@ def test_adaptive_intervals_shorten_after_a_change_and_lengthen_after_none() -> 
     assert policy.next("http://a/", 900.0, "unchanged") == 1000.0  # (bounded)
     assert policy.next("http://a/", 11.0, "changed") == 10.0
     assert policy.first("http://a/", changefreq="hourly") == 1000.0 and policy.first("http://a/", "always") == 10.0
+    assert policy.first("http://a/", None, unchanged_for=50.0) == 50.0  # (its lastmod: unchanged for 50 s)
+    assert policy.first("http://a/", "never", unchanged_for=50.0) == 1000.0
 
 
 def test_fixed_schedules_and_pattern_rules_ignore_what_the_page_did() -> None:

@@ -170,3 +170,40 @@ def test_a_dead_partition_is_rebuilt_exactly_from_every_shards_log() -> None:
 def test_all_delivered_compares_what_each_shard_sent_with_what_the_other_received() -> None:
     assert all_delivered([[1, 2], [0, 5]], [[1, 0], [2, 5]])
     assert not all_delivered([[1, 2], [0, 5]], [[1, 0], [1, 5]])  # one batch from shard 0 to shard 1 is on its way
+
+
+def test_a_continuous_crawl_s_shard_schedules_pages_again_by_what_they_did_and_renews_their_marks() -> None:
+    import dataclasses
+
+    from raycrawl.core.revisit_schedule import RevisitPolicy
+
+    records: list[dict[str, Any]] = []
+    clock = FakeClock()
+    policy = RevisitPolicy(True, "adaptive", revisit_after=100.0, revisit_min=10.0, revisit_max=1000.0)
+    w = ShardWork(0, dataclasses.replace(setup(), revisit=policy, seen_ttl=500.0), records.extend, clock=clock)
+    url = url_of_shard(0)
+    w._take_hints({url: (None, None, "daily")})  # (its sitemap says it changes daily: bounded to --revisit-max)
+    page = lease_page(w, url)
+    w.settle([page_result(page, [], etag='"v1"')])
+    assert w.frontier.scheduled == 1 and records[-1]["outcome"] == "fetched"
+    assert [fp for fps in w.router.take_touches().values() for fp in fps] == [fingerprint(url)]  # (mark renewed)
+    (entry,) = w.frontier._due.take_due(float("inf"), 10)
+    assert entry.known is not None and entry.known.interval == 1000.0 and entry.known.due == 1000.0 + 1000.0
+    assert entry.known.etag == '"v1"'  # (asked for conditionally next time)
+    # Its next visit: not modified -> x1.4; then changed -> x0.8 (within the bounds).
+    w.frontier.schedule([(dataclasses.replace(entry, known=dataclasses.replace(entry.known, interval=100.0,
+                                                                                due=clock.now)), None)])  # fmt: skip
+    clock.now += 5.0
+    (again,), _ = w.lease(10, 0.0, None, 50)
+    w.settle([page_result(again, [], status=304)])
+    (entry,) = w.frontier._due.take_due(float("inf"), 10)
+    assert records[-1]["outcome"] == "not_modified" and entry.known is not None
+    assert entry.known.interval == 140.0
+    # A page gone (410) leaves the schedule: its record says so, once.
+    w.frontier.schedule([(entry, None)])
+    clock.now += 1000.0
+    (last,), _ = w.lease(10, 0.0, None, 60)
+    w.settle([page_result(last, [], status=410)])
+    assert records[-1]["outcome"] == "gone" and w.frontier.scheduled == 0
+    host = w.frontier.host_table()[0]
+    assert (host["revisits"], host["change_rate"]) == (1, 0.0)

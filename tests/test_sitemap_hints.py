@@ -50,11 +50,15 @@ def test_a_urlset_says_what_it_knows_of_its_pages_and_an_index_nothing() -> None
         b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
         b"<url><loc>http://a.test/new</loc><lastmod>2026-11-30</lastmod><priority>0.9</priority></url>"
         b"<url><loc>http://a.test/plain</loc></url>"
-        b"<url><loc>http://a.test/low?utm_source=x</loc><priority>0.1</priority></url></urlset>"
+        b"<url><loc>http://a.test/low?utm_source=x</loc><priority>0.1</priority></url>"
+        b"<url><loc>http://a.test/daily</loc><changefreq> Daily </changefreq></url>"
+        b"<url><loc>http://a.test/odd</loc><changefreq>fortnightly</changefreq></url></urlset>"
     )
     urls, _, hints = sitemap_outlinks(parse_sitemap(urlset), ("utm_*",))
-    assert urls == ["http://a.test/new", "http://a.test/plain", "http://a.test/low"]
-    assert hints == {"http://a.test/new": (1795996800.0, 0.9), "http://a.test/low": (None, 0.1)}
+    assert urls == ["http://a.test/new", "http://a.test/plain", "http://a.test/low", "http://a.test/daily",
+                    "http://a.test/odd"]  # fmt: skip
+    assert hints == {"http://a.test/new": (1795996800.0, 0.9, None), "http://a.test/low": (None, 0.1, None),
+                     "http://a.test/daily": (None, None, "daily")}  # fmt: skip
     index = (
         b"<sitemapindex><sitemap><loc>http://a.test/s.xml</loc><lastmod>2026-11-30</lastmod></sitemap></sitemapindex>"
     )

@@ -215,7 +215,7 @@ class FetchResult:
     sitemap: SitemapRead | None = None  # a sitemap lease's file, as read (its entries are the outlinks)
     duplicate_of: str | None = None  # the URL whose capture has this page's payload (stored as a revisit of it)
     # a sitemap's: (lastmod, priority) of the pages it lists that have either (core/sitemap_hints.py)
-    hints: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    hints: dict[str, tuple[float | None, float | None, str | None]] = field(default_factory=dict)
     etag: str | None = None  # the response's validators, for a later recrawl's conditional request
     last_modified: str | None = None
     warc_id: str | None = None  # its WARC response (or revisit) record's WARC-Record-ID ...

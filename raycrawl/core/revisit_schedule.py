@@ -9,7 +9,8 @@ With ``--revisit`` every URL whose fetch gave a page to keep (a 2xx, or a revisi
 3. with the ``adaptive`` schedule (the default), the URL's last interval, shortened after a change and lengthened
    after ``not_modified`` / ``unchanged`` -- Nutch's ``AdaptiveFetchSchedule`` rule (x(1 - DEC_RATE) after a
    change, x(1 + INC_RATE) without one, 0.2 and 0.4) -- always within ``--revisit-min`` .. ``--revisit-max``. A URL
-   fetched for the first time starts at ``--revisit-after``, or at what its sitemap's ``<changefreq>`` says.
+   fetched for the first time starts at what its sitemap's ``<changefreq>`` says, else at how long its ``<lastmod>``
+   says it has not changed, else at ``--revisit-after``.
 
 Over visits the adaptive interval settles where about 60% of visits find a change: between 0.6 and 1.2 times the
 page's change period (below it, a visit finds a change with probability interval/period; above, always). Pages that
@@ -106,8 +107,10 @@ class RevisitPolicy:
                 return float(seconds)
         return None
 
-    def first(self, url: str, changefreq: str | None = None) -> float:
-        """The interval of a URL fetched for the first time."""
+    def first(self, url: str, changefreq: str | None = None, unchanged_for: float | None = None) -> float:
+        """The interval of a URL fetched for the first time: by its sitemap's ``<changefreq>``, else by how long its
+        ``<lastmod>`` says it has not changed (``unchanged_for`` seconds: likely to stay so about as long), else
+        ``revisit_after`` -- always within the bounds (a rule or a fixed schedule decides alone)."""
         fixed = self.rule_for(url)
         if fixed is not None:
             return fixed
@@ -115,6 +118,8 @@ class RevisitPolicy:
             return self.revisit_after
         if changefreq in CHANGEFREQ:
             return self.bounded(CHANGEFREQ[changefreq])
+        if unchanged_for is not None and unchanged_for >= 0:
+            return self.bounded(unchanged_for)
         return self.bounded(self.revisit_after)
 
     def next(self, url: str, previous: float | None, change: Change) -> float:

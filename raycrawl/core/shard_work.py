@@ -34,11 +34,12 @@ from raycrawl.core.recrawl import known_of
 from raycrawl.core.revisit_schedule import RevisitPolicy, change_of, scheduled_again
 from raycrawl.core.scope import ScopeKind, ScopePolicy
 from raycrawl.core.settle import RecordRules, Settled, settle, terminal_records
-from raycrawl.core.sitemap_hints import SitemapHint, score_bonus
+from raycrawl.core.sitemap_hints import SitemapHint, changefreq_of, score_bonus
 from raycrawl.core.stats import CrawlStats
 from raycrawl.core.traps import TrapRules
 
 RecordSink = Callable[[list[dict[str, Any]]], None]
+FIRST_HINTS_BOUND = 1_000_000  # sitemap hints kept per shard for pages' first intervals (~200 B each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,9 @@ class ShardWork:
         self._latencies: list[float] = []  # of the results settled since the coordinator last asked (a metric)
         # What sitemaps said of pages on their way through the seen-set (given to the entries they become)
         self._hints: dict[str, SitemapHint] = {}
+        # A continuous crawl's: what sitemaps said of pages not fetched yet, for their first interval (bounded;
+        # not saved: after a restore a page's first interval is --revisit-after)
+        self._first_hints: dict[str, SitemapHint] = {}
 
     # --- the coordinator's round ---------------------------------------------------------------------
 
@@ -186,8 +190,14 @@ class ShardWork:
             if not scheduled_again(record["outcome"], record["status"], result.lease.kind):
                 continue
             change = change_of(record["outcome"], before is not None and before.sha256 is not None)
-            interval = policy.next(entry.url, before.interval if before is not None else None, change)
             answered = result.ended_at or result.responded_at or now
+            if change == "first" and self._first_hints:  # (seeded by what its sitemap said)
+                hint = self._first_hints.pop(entry.url, None)
+                lastmod = hint[0] if hint is not None else None
+                unchanged_for = answered - lastmod if lastmod is not None else None
+                interval = policy.first(entry.url, changefreq_of(hint) if hint else None, unchanged_for)
+            else:
+                interval = policy.next(entry.url, before.interval if before is not None else None, change)
             known = dataclasses.replace(known_of(record), interval=interval, due=answered + interval)
             revisit = UrlEntry(entry.url, entry.depth, entry.parent, 0, entry.redirects, entry.requested, "page", known)
             again.append((revisit, None if change == "first" else change == "changed"))
@@ -204,6 +214,8 @@ class ShardWork:
         if mine:
             self.frontier.apply_hints(mine)
             self._hints.update(mine)
+            if self.setup.revisit.revisit and len(self._first_hints) < FIRST_HINTS_BOUND:
+                self._first_hints.update((u, h) for u, h in mine.items() if h[0] is not None or changefreq_of(h))
 
     def offer(self, links: list[Link], known: dict[str, Known] | None = None) -> None:
         """Candidate links (outlinks, or seeds), screened by trap rules and scope; the first found of each URL

@@ -19,7 +19,8 @@ from datetime import datetime
 
 from raycrawl.core.records import Known
 
-SitemapHint = tuple["float | None", "float | None"]  # (lastmod: seconds since the epoch, priority: 0.0 to 1.0)
+# (lastmod: seconds since the epoch, priority: 0.0 to 1.0, changefreq: always ... never, as the file says)
+SitemapHint = tuple["float | None", "float | None", "str | None"]
 
 PRIORITY_WEIGHT = 0.8  # priority 1.0: +0.4 to the score; 0.0: -0.4
 FRESH_BONUS = 0.1  # a page modified just now: +0.1 (at most 0.5 in all: less than a depth level)
@@ -29,12 +30,17 @@ DEFAULT_PRIORITY = 0.5
 
 def score_bonus(hint: SitemapHint, now: float) -> float:
     """What the hint adds to a URL's score (higher first)."""
-    lastmod, priority = hint
+    lastmod, priority = hint[0], hint[1]
     bonus = ((priority if priority is not None else DEFAULT_PRIORITY) - DEFAULT_PRIORITY) * PRIORITY_WEIGHT
     if lastmod is not None:
         age = max(0.0, now - lastmod)
         bonus += FRESH_BONUS * 0.5 ** (age / FRESH_HALF_LIFE)
     return bonus
+
+
+def changefreq_of(hint: SitemapHint) -> str | None:
+    """The hint's ``<changefreq>`` (what a continuous crawl's first interval may start at: core/revisit_schedule.py)."""
+    return hint[2] if len(hint) > 2 else None  # (an older two-part hint has none)
 
 
 def captured_at(known: Known) -> float | None:

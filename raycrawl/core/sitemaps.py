@@ -31,6 +31,7 @@ _DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
 _YEAR_MONTH = re.compile(r"(\d{4})(?:-(\d{2}))?")
 
 SitemapKind = Literal["urlset", "index", "text", "invalid"]
+CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,7 @@ class SitemapEntry:
     loc: str  # as written in the file (stripped); made absolute and canonical by whoever follows it
     lastmod: float | None = None  # seconds since the epoch, UTC
     priority: float | None = None  # 0.0 to 1.0 as the file says (the protocol's default is 0.5)
+    changefreq: str | None = None  # always, hourly, daily, weekly, monthly, yearly or never
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +174,7 @@ def _parse_xml(data: bytes, max_entries: int, over_limit: bool) -> Sitemap:
 def _entry(element: Element) -> SitemapEntry | None:
     loc: str | None = None
     lastmod = priority = None
+    changefreq: str | None = None
     for child in element:
         name = _local(child.tag)
         if name == "loc":
@@ -180,9 +183,12 @@ def _entry(element: Element) -> SitemapEntry | None:
             lastmod = parse_w3c_datetime(child.text or "")
         elif name == "priority":
             priority = _priority(child.text or "")
+        elif name == "changefreq":
+            text = (child.text or "").strip().lower()
+            changefreq = text if text in CHANGEFREQS else None
     if not loc or len(loc) > MAX_LOC_CHARS:
         return None
-    return SitemapEntry(loc, lastmod, priority)
+    return SitemapEntry(loc, lastmod, priority, changefreq)
 
 
 def _priority(text: str) -> float | None:
@@ -221,6 +227,7 @@ def sitemap_outlinks(
         requested = request_form(entry.loc)
         if requested is not None and requested != url:
             spellings[url] = requested
-        if (entry.lastmod is not None or entry.priority is not None) and not sitemap.is_index:
-            hints[url] = (entry.lastmod, entry.priority)
+        said = entry.lastmod is not None or entry.priority is not None or entry.changefreq is not None
+        if said and not sitemap.is_index:
+            hints[url] = (entry.lastmod, entry.priority, entry.changefreq)
     return list(urls), spellings, hints
