@@ -141,3 +141,24 @@ def test_a_full_store_says_so_and_stores_nothing_of_that_push(tmp_path: Path) ->
         store.push([("a.test", 1.0, b"x" * 400) for _ in range(2000)])
     assert store.total() == 1 and store.take("a.test", 10)[0] == [b"first"]
     store.close()
+
+
+def test_a_workbench_whose_whole_flush_a_full_store_refuses_keeps_every_url_in_memory(tmp_path: Path) -> None:
+    """A checkpoint flushes every host's pending lines at once; a full disk refuses them: each goes back to its
+    host's workbench (it was a KeyError for a host whose lines had all been taken to write)."""
+    from raycrawl.core.hosts import HostState
+    from raycrawl.core.records import UrlEntry
+    from raycrawl.core.workbench import Workbench
+
+    store = LmdbQueueStore(tmp_path, map_bytes=64 * 1024)
+    bench = Workbench(store, 4)
+    hosts = [HostState(key=f"h{i}.test", origin=f"http://h{i}.test", delay=1.0) for i in range(3)]
+    for hs in hosts:
+        for n in range(40):
+            bench.add(hs, 0.0, UrlEntry(f"http://{hs.key}/{'x' * 600}{n}", 1))
+    bench.flush()  # (all of it: the store has room for a part, and refuses the rest)
+    assert bench.full is not None
+    kept = {hs.key: hs.queue.size + hs.stored for hs in hosts}
+    assert kept == {hs.key: 40 for hs in hosts}
+    assert sum(hs.stored for hs in hosts) == store.total() == bench.stored
+    store.close()

@@ -101,7 +101,8 @@ class Workbench:
             whole_blocks = False
         if whole_blocks:  # (only hosts with something whole to write: not a look at every host each round)
             hosts, self._whole = self._whole, set()
-        chosen = self._pending if hosts is None else {h: self._pending[h] for h in hosts if h in self._pending}
+        # (a copy even of all of them: written hosts leave ``_pending`` below, and a refusal needs them still)
+        chosen = dict(self._pending) if hosts is None else {h: self._pending[h] for h in hosts if h in self._pending}
         appends: list[QueueItem] = []
         put_backs: list[QueueItem] = []
         step, written = self.low, 0
