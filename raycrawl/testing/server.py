@@ -262,7 +262,7 @@ async def _main(spec: WebSpec, port: int, log_path: str) -> None:
         server = TestWebServer(spec, log, events)
         port, _servers = await server.serve(port)
         graph = WebGraph(spec, port)
-        ready = {"port": port, "seeds": graph.seeds(), "resolve": graph.resolve_entries()}
+        ready = {"port": port, "seeds": graph.seeds(), "resolve": graph.resolve_entries(), "started": server.started}
         print(json.dumps(ready), flush=True)
         await asyncio.Event().wait()
 
