@@ -17,7 +17,7 @@ from raycrawl.core.due_queue import DueQueue
 from raycrawl.core.frontier import FrontierSettings, FrontierShard
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.queue_log import LoggedQueueStore, replay
-from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
+from raycrawl.core.queue_store import MemoryQueueStore, QueueStore, QueueStoreFull
 from raycrawl.core.records import Ack, Known, UrlEntry
 from raycrawl.core.revisit_schedule import (
     DEC_RATE,
@@ -260,3 +260,43 @@ def test_the_schedule_survives_a_checkpoint_in_memory_and_by_the_store_s_log(tmp
         clock.now += 3.0
         assert sorted(e.url for e in again._due.take_due(clock.now, 100)) == ["http://a.test/1", "http://a.test/2",
                                                                              "http://a.test/3"], kind  # fmt: skip
+
+
+class RefusingStore(MemoryQueueStore):
+    """A store whose disk fills up when told to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refuse = False
+
+    def push(self, items: list[tuple[str, float, bytes]]) -> None:  # type: ignore[override]
+        if self.refuse:
+            raise QueueStoreFull("disk full")
+        super().push(items)
+
+
+def test_a_full_store_under_the_schedule_loses_nothing_and_says_so() -> None:
+    clock = Clock()
+    store = RefusingStore()
+    frontier = shard(clock, store)
+    frontier.schedule([(revisit("http://a.test/1", clock.now + 10), None)])
+    store.refuse = True
+    frontier.schedule(
+        [(revisit("http://a.test/2", clock.now + 5), None), (revisit("http://a.test/3", clock.now + 20), None)]
+    )
+    assert frontier.store_full == "disk full" and frontier.scheduled == 3
+    assert frontier.next_due() == clock.now + 5
+    saved = json.loads(json.dumps(frontier.snapshot(stored_rows=True)))
+    again = shard(clock, MemoryQueueStore())
+    again.restore(saved)
+    clock.now += 30
+    assert [e.url for e in again._due.take_due(clock.now, 10)] == [
+        "http://a.test/2",
+        "http://a.test/1",
+        "http://a.test/3",
+    ]
+    assert [e.url for e in frontier._due.take_due(clock.now, 10)] == [
+        "http://a.test/2",
+        "http://a.test/1",
+        "http://a.test/3",
+    ]

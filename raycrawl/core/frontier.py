@@ -148,7 +148,7 @@ class FrontierShard:
     @property
     def store_full(self) -> str | None:
         """Why the queue store refused URLs (they wait in memory), or None."""
-        return self._bench.full if self._bench is not None else None
+        return (self._bench.full if self._bench is not None else None) or self._due.full
 
     @property
     def leased(self) -> int:
