@@ -99,6 +99,16 @@ def test_an_adaptive_continuous_crawl_follows_each_page_s_change_rate(tmp_path: 
     outcomes: dict[str, list[str]] = defaultdict(list)
     for r in pages:
         outcomes[r["url"]].append(r["outcome"])
+    intervals: dict[str, list[float]] = defaultdict(list)  # what each visit set the next interval to
+    for r in pages:
+        if "revisit_in_s" in r:
+            intervals[r["url"]].append(r["revisit_in_s"])
+    for url, set_to in intervals.items():
+        path = url.split("/", 3)[3]
+        if path.startswith("fast/"):  # (near the change period, from the records too)
+            assert PERIOD * 0.3 <= statistics.median(set_to[2:]) <= PERIOD * 2, (url, set_to)
+        elif path.startswith("never/"):  # (x1.4 a visit, up to --revisit-max)
+            assert set_to == sorted(set_to) and set_to[-1] >= 14.0, (url, set_to)
     for url, seen in outcomes.items():
         path = url.split("/", 3)[3]
         if path.startswith("removed/"):

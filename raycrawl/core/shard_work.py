@@ -167,9 +167,9 @@ class ShardWork:
             self._ledger.saw(node)
         self._output.spans.extend(out.kept)
         self._output.nodes.update(out.seen_nodes)
-        self._records(out.records)
-        if self.setup.revisit.revisit:
+        if self.setup.revisit.revisit:  # (before the records are written: each says when its page is due again)
             self._schedule_again(out.visits)
+        self._records(out.records)
         self._end_terminals()  # (a robots.txt answer may have ended URLs queued for its host)
         self._latencies.extend(out.latencies)
         for result in results:
@@ -199,6 +199,7 @@ class ShardWork:
             else:
                 interval = policy.next(entry.url, before.interval if before is not None else None, change)
             known = dataclasses.replace(known_of(record), interval=interval, due=answered + interval)
+            record["revisit_in_s"] = round(interval, 3)
             revisit = UrlEntry(entry.url, entry.depth, entry.parent, 0, entry.redirects, entry.requested, "page", known)
             again.append((revisit, None if change == "first" else change == "changed"))
         if again:
