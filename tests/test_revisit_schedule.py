@@ -300,3 +300,18 @@ def test_a_full_store_under_the_schedule_loses_nothing_and_says_so() -> None:
         "http://a.test/1",
         "http://a.test/3",
     ]
+
+
+def test_an_operator_sees_a_continuous_crawl_s_freshness_and_each_host_s_change_rate() -> None:
+    from raycrawl.operate import _host_lines, _status_line
+    from raycrawl.progress import status_line
+
+    status = {"state": "running", "pages": 40, "queued": 0, "scheduled": 12, "due_within_hour": 12,
+              "freshness_lag_s": 0.4}  # fmt: skip
+    assert "scheduled 12, due within hour 12, freshness lag s 0.4" in _status_line("news", status)
+    assert "scheduled 12  lag 0.4s" in status_line(status)
+    rows = [{"host": "a.test", "queued": 0, "in_flight": 0, "requests": 9, "delay": 1.0, "revisits": 8,
+             "change_rate": 0.25, "interval": 5400.0, "paused": None, "closed": None}]  # fmt: skip
+    header, line = _host_lines(rows)
+    assert header.split()[-4:] == ["revisits", "changed", "interval", "state"]
+    assert line.split()[-4:] == ["8", "25%", "90m", "ok"]
