@@ -289,6 +289,11 @@ def print_summary(summary: dict[str, Any], cfg: CrawlConfig | None = None) -> No
         resume = continue_command(cfg or CrawlConfig(), str(summary["out_dir"]))
         queued = summary.get("left_queued")
         what = f"{queued} URLs still queued" if queued is not None else "URLs still queued"
+        scheduled = summary.get("frontier", {}).get("scheduled", 0)
+        if scheduled:  # (a continuous crawl's schedule goes on with it)
+            what += f" and {scheduled} revisits scheduled"
+        if summary.get("stop_reason") == "time limit reached" and cfg is not None and cfg.time_limit:
+            resume += f" --time-limit {2 * cfg.time_limit:g}"  # (the crawl's clock goes on where it stopped)
         print(f"raycrawl: stopped with {what}; continue with: {resume}")
 
 
