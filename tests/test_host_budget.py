@@ -1,0 +1,113 @@
+"""Issue 34, step 1: one politeness budget per host across crawls (core/host_budget.py), on an injected clock."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from raycrawl.core.host_budget import ACTIVE_FOR, Ask, Grant, HostBudget, Wait
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_two_crawls_share_one_clock_per_host_and_the_strictest_delay_wins() -> None:
+    clock = Clock()
+    budget = HostBudget(clock=clock)
+    (first,) = budget.reserve("a", [Ask("h.test", 0.5)])
+    assert isinstance(first, Grant) and first.at == 1000.0
+    (busy,) = budget.reserve("b", [Ask("h.test", 2.0)])  # (a's request is in flight)
+    assert isinstance(busy, Wait)
+    clock.now += 0.2
+    budget.release("a", [("h.test", first.token, 1000.1)])
+    (early,) = budget.reserve("a", [Ask("h.test", 0.5)])
+    assert isinstance(early, Wait) and early.until == 1000.1 + 2.0  # (b asked with 2 s: it counts for a too)
+    clock.now = 1002.1
+    (second,) = budget.reserve("b", [Ask("h.test", 2.0)])
+    assert isinstance(second, Grant) and second.at == 1002.1
+    (other,) = budget.reserve("a", [Ask("other.test", 0.5)])  # (another host: its own clock)
+    assert isinstance(other, Grant)
+
+
+def test_a_slot_within_the_horizon_is_granted_ahead_and_a_crawl_that_stops_asking_stops_counting() -> None:
+    clock = Clock()
+    budget = HostBudget(clock=clock)
+    (g,) = budget.reserve("slow", [Ask("h.test", 5.0)])
+    budget.release("slow", [("h.test", g.token, 1000.0)])  # type: ignore[union-attr]
+    (ahead,) = budget.reserve("fast", [Ask("h.test", 0.1)], horizon=10.0)
+    assert isinstance(ahead, Grant) and ahead.at == 1005.0
+    budget.release("fast", [("h.test", ahead.token, 1005.0)])
+    clock.now += ACTIVE_FOR + 10  # (slow asked nothing since: only fast's delay counts)
+    assert budget.delay("h.test") == 0.0
+    budget.reserve("fast", [Ask("h.test", 0.1)])
+    assert budget.delay("h.test") == 0.1
+
+
+def test_a_crawl_that_dies_gives_its_hosts_back_when_its_reservations_expire() -> None:
+    clock = Clock()
+    budget = HostBudget(ttl=30.0, clock=clock)
+    (g,) = budget.reserve("dead", [Ask("h.test", 1.0)])
+    assert isinstance(g, Grant) and budget.in_flight("h.test") == 1
+    (w,) = budget.reserve("alive", [Ask("h.test", 1.0)])
+    assert isinstance(w, Wait) and w.until == 1030.0
+    clock.now = 1030.0
+    (now,) = budget.reserve("alive", [Ask("h.test", 1.0)])
+    assert isinstance(now, Grant) and budget.expired == 1
+    budget.release("dead", [("h.test", g.token, 1001.0)])  # (too late: ignored)
+    assert budget.in_flight("h.test") == 1
+
+
+def test_the_budget_survives_a_restart_without_granting_early() -> None:
+    clock = Clock()
+    budget = HostBudget(clock=clock)
+    (g,) = budget.reserve("a", [Ask("h.test", 3.0)])
+    saved = budget.to_dict()  # (a request in flight: taken as ending now)
+    again = HostBudget.from_dict(saved, clock=clock)
+    (w,) = again.reserve("b", [Ask("h.test", 1.0)])
+    assert isinstance(w, Wait) and w.until == 1003.0 and isinstance(g, Grant)
+
+
+DELAYS = st.sampled_from([0.0, 0.5, 1.0, 2.0])
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("reserve"), st.integers(0, 2), st.integers(0, 1)),  # crawl, host
+        st.tuples(st.just("release"), st.integers(0, 5), st.floats(0.0, 1.5)),  # which grant, how long it took
+        st.tuples(st.just("wait"), st.floats(0.0, 3.0), st.just(0)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(delays=st.lists(DELAYS, min_size=3, max_size=3), ops=OPS)
+def test_whatever_the_crawls_do_no_request_starts_before_the_last_ended_plus_the_strictest_delay(
+    delays: list[float], ops: list[tuple[str, float, float]]
+) -> None:
+    clock = Clock()
+    budget = HostBudget(ttl=1e9, clock=clock)
+    out: list[tuple[int, Grant]] = []  # (crawl, grant) not released
+    last_end: dict[str, float] = {}
+    joined: dict[str, set[int]] = {"h0": set(), "h1": set()}
+    for op, a, b in ops:
+        if op == "reserve":
+            crawl, host = int(a), f"h{int(b)}"
+            joined[host].add(crawl)
+            (answer,) = budget.reserve(f"c{crawl}", [Ask(host, delays[crawl])])
+            if isinstance(answer, Grant):
+                assert not any(g.host == host for _, g in out), "two requests in flight to one host"
+                if host in last_end:
+                    assert answer.at >= last_end[host] + max(delays[c] for c in joined[host]) - 1e-9
+                out.append((crawl, answer))
+        elif op == "release" and out:
+            crawl, grant = out.pop(int(a) % len(out))
+            clock.now = max(clock.now, grant.at + b)
+            ended = grant.at + b
+            budget.release(f"c{crawl}", [(grant.host, grant.token, ended)])
+            last_end[grant.host] = ended
+        elif op == "wait":
+            clock.now += a
