@@ -101,6 +101,8 @@ HELP = {
     "revisit_rules": "a fixed interval for the URLs matching the regular expression PATTERN, e.g. /news/=1h",
     "seen_ttl": "the seen-set forgets a URL after this long: a link to it found later queues it again (default:"
     " never; with --revisit, twice --revisit-max)",
+    "shared_politeness": "share one politeness budget per host with every crawl that names the same: cluster (this"
+    " Ray cluster's registry) or redis://... (with crawls anywhere, and other tools)",
     "rollover": "output parts by period: pages/PERIOD/ and warc/PERIOD/, a checkpoint as each period ends (1d, 6h)",
     "checkpoint_interval": "seconds between checkpoints",
     "redis_url": "keep checkpoints in Redis (redis://[:password@]host:port/db)",
@@ -122,7 +124,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                          "sitemaps", "sitemap_xml", "max_sitemaps_per_host"),
     "politeness": ("delay", "delay_factor", "min_delay", "max_delay", "max_crawl_delay", "crawl_delay_policy",
                    "max_retry_after", "backoff_base", "max_backoff", "pause_after", "per_host_concurrency",
-                   "user_agent", "robots_ttl"),
+                   "user_agent", "robots_ttl", "shared_politeness"),
     "output and durability": ("out", "warc", "keep_truncated", "revisit_duplicates", "checkpoint_interval",
                               "max_part_bytes", "rollover", "redis_url", "crawl_id", "resume", "retry_errors",
                               "retry_budget", "fresh", "quiet"),
@@ -145,6 +147,7 @@ METAVARS = {
     "fetch_task_cpus": "CPUS",
     "revisit_after": "DURATION", "revisit_min": "DURATION", "revisit_max": "DURATION",
     "revisit_rules": "PATTERN=DURATION", "rollover": "DURATION", "seen_ttl": "DURATION",
+    "shared_politeness": "cluster|URL",
 }  # fmt: skip
 SECONDS = {"time_limit", "delay", "min_delay", "max_delay", "max_crawl_delay", "max_retry_after", "backoff_base",
            "max_backoff", "robots_ttl", "checkpoint_interval", "timeout", "fetch_deadline",

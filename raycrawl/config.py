@@ -120,6 +120,9 @@ class CrawlConfig:
     rollover: float | None = _default(LoopSettings, "rollover")  # output parts by period (core/rollover.py)
     # the seen-set forgets a URL after this (core/seen_expiry.py); None: never, or with revisit 2 x revisit_max
     seen_ttl: float | None = None
+    # one politeness budget per host with every crawl that names the same: "cluster" (the Ray cluster's registry
+    # actor) or a redis:// URL (core/host_budget.py); None: this crawl's own clocks only
+    shared_politeness: str | None = None
     warc: bool = True
     checkpoint_interval: float = _default(LoopSettings, "checkpoint_interval")
     redis_url: str | None = None
@@ -236,6 +239,11 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.revisit_after > 0, "revisit_after", "a duration > 0, e.g. 7d")
     need(cfg.rollover is None or cfg.rollover >= 1, "rollover", "a duration of at least 1s, e.g. 1d or 6h")
     need(cfg.seen_ttl is None or cfg.seen_ttl >= 1, "seen_ttl", "a duration of at least 1s, e.g. 60d")
+    need(
+        cfg.shared_politeness is None or cfg.shared_politeness == "cluster"
+        or cfg.shared_politeness.startswith(("redis://", "rediss://", "unix://")),
+        "shared_politeness", "cluster (the Ray cluster's registry) or a redis:// URL",
+    )  # fmt: skip
     for rule in cfg.revisit_rules:
         try:
             _, seconds = parse_revisit_rule(rule)
@@ -535,6 +543,7 @@ PER_RUN = frozenset(
         "retry_budget",
         "out",
         "redis_url",
+        "shared_politeness",  # (a redis:// URL may hold a password: never written into checkpoints)
         "crawl_id",
         "ray_address",
         "resume",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,7 +56,7 @@ def test_a_crawl_that_dies_gives_its_hosts_back_when_its_reservations_expire() -
     (g,) = budget.reserve("dead", [Ask("h.test", 1.0)])
     assert isinstance(g, Grant) and budget.in_flight("h.test") == 1
     (w,) = budget.reserve("alive", [Ask("h.test", 1.0)])
-    assert isinstance(w, Wait) and w.until == 1030.0
+    assert isinstance(w, Wait) and w.until == 1001.0  # (the earliest the next slot can be: ask again then)
     clock.now = 1030.0
     (now,) = budget.reserve("alive", [Ask("h.test", 1.0)])
     assert isinstance(now, Grant) and budget.expired == 1
@@ -160,3 +162,47 @@ def test_the_budget_in_redis_keeps_the_same_rules_for_crawls_and_for_any_process
                         tokens[(side, sum(1 for k in tokens if k[0] == side))] = g.token
             assert answers[0] == answers[1], (op, arg, answers)
     assert memory.expired == shared.expired + other_process.expired == 1
+
+
+def test_two_crawls_frontiers_on_one_budget_never_send_to_a_host_closer_than_the_strictest_delay() -> None:
+    """Two crawls' shards (core/frontier.py) with the same host queued, leasing and answering in turn: every request
+    either sends is at least the strictest delay after the last exchange with the host ended; alone, each would
+    have sent twice as often."""
+    from raycrawl.core.frontier import FrontierSettings, FrontierShard
+    from raycrawl.core.host_budget import LocalBudget
+    from raycrawl.core.politeness import DelayPolicy
+    from raycrawl.core.records import Ack, UrlEntry
+
+    clock = Clock()
+    budget = HostBudget(clock=clock)
+    delays = {"a": 0.5, "b": 1.0}
+    shards = {
+        crawl: FrontierShard(
+            0,
+            FrontierSettings(policy=DelayPolicy(delay=d, delay_factor=0.0), first_slot_spread=0.0),
+            clock=clock,
+            budget=LocalBudget(budget, crawl),
+        )
+        for crawl, d in delays.items()
+    }
+    for crawl, shard in shards.items():
+        shard.push([UrlEntry(f"http://h.test/{crawl}{i}", 1) for i in range(20)])
+    sent: list[tuple[float, float, str]] = []  # (sent, ended, crawl)
+    answers: list[tuple[float, str, Ack]] = []  # (when it comes, to which crawl, the ack)
+    while clock.now < 1030.0:
+        for crawl, shard in shards.items():
+            for lease in shard.lease(10, horizon=0.3):
+                at = max(clock.now, lease.not_before)
+                ended = at + 0.05
+                sent.append((at, ended, crawl))
+                status = 404 if lease.kind == "robots" else 200
+                answers.append((ended, crawl, Ack(lease.lease_id, status, ended, 0.05, False, ended_at=ended)))
+        clock.now += 0.05
+        for _, crawl, ack in [a for a in answers if a[0] <= clock.now]:
+            shards[crawl].ack([ack])
+        answers = [a for a in answers if a[0] > clock.now]
+    sent.sort()
+    assert len(sent) >= 20 and {c for _, _, c in sent} == {"a", "b"}
+    for (_, ended, _), (start, _, _) in itertools.pairwise(sent):
+        assert start >= ended + max(delays.values()) - 1e-9, (ended, start)
+    assert shards["a"].counters["shared_waits"] > 0

@@ -19,6 +19,7 @@ import ray
 
 from raycrawl.actors.dedup import pack_fingerprints
 from raycrawl.actors.placement import ACTOR_LOST
+from raycrawl.actors.politeness_registry import budget_client
 from raycrawl.adapters.lmdb_queue import private_store
 from raycrawl.adapters.output import PagesBuffer
 from raycrawl.adapters.queue_segments import BaseWriter, QueueSegments, replay_files
@@ -48,7 +49,8 @@ class FrontierShardActor:
             store = logged = LoggedQueueStore(self._store)
             writer = BaseWriter(os.path.dirname(self._store.path), self._storage)
             self._segments = QueueSegments(self._storage, shard_id, logged, writer)
-        self._work = ShardWork(shard_id, setup, self._pages.write, store=store)
+        budget = budget_client(setup.shared_politeness, setup.crawl_id)  # (core/host_budget.py; None: not shared)
+        self._work = ShardWork(shard_id, setup, self._pages.write, store=store, budget=budget)
         self._peers: list[Any] = []
         self._partitions: list[Any] = []
 

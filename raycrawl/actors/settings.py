@@ -80,6 +80,7 @@ def shard_setup(
         frontier_dir=cfg.frontier_dir,
         revisit=section(RevisitPolicy, cfg),
         seen_ttl=cfg.seen_expiry,
+        shared_politeness=cfg.shared_politeness,
     )
 
 

@@ -18,24 +18,28 @@ from typing import Any
 
 import redis
 
-from raycrawl.core.host_budget import ACTIVE_FOR, Ask, Grant, Wait
+from raycrawl.core.host_budget import ACTIVE_FOR, WAITER_FOR, Ask, Grant, Wait
 
 _RESERVE = """
 local prefix, now, horizon, ttl, active = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]),
   tonumber(ARGV[5])
-local crawl = ARGV[6]
+local crawl, waiter = ARGV[6], tonumber(ARGV[7])
 local out = {}
-for i = 7, #ARGV, 3 do
+for i = 8, #ARGV, 3 do
   local host, delay, conc = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local hkey, okey = prefix .. ':h:' .. host, prefix .. ':o:' .. host
   local expired = redis.call('ZREMRANGEBYSCORE', okey, '-inf', now)
   redis.call('HSET', hkey, 'd:' .. crawl, delay .. '|' .. now, 'c:' .. crawl, conc .. '|' .. now)
   local fields = redis.call('HGETALL', hkey)
-  local strictest, bound, last = 0, nil, nil
+  local strictest, bound, last, holder, others = 0, nil, nil, '', false
   for j = 1, #fields, 2 do
     local name, value = fields[j], fields[j + 1]
     if name == 'last' then
       last = tonumber(value)
+    elseif name == 'holder' then
+      holder = value
+    elseif string.sub(name, 1, 2) == 'w:' then
+      if string.sub(name, 3) ~= crawl and tonumber(value) > now - waiter then others = true end
     else
       local bar = string.find(value, '|', 1, true)
       local v, at = tonumber(string.sub(value, 1, bar - 1)), tonumber(string.sub(value, bar + 1))
@@ -47,20 +51,21 @@ for i = 7, #ARGV, 3 do
   end
   bound = bound or 1
   local inflight = redis.call('ZCARD', okey)
-  if inflight >= bound then
-    local first = redis.call('ZRANGE', okey, 0, 0, 'WITHSCORES')
-    table.insert(out, {'w', first[2], tostring(expired)})
+  local at = now
+  if last ~= nil and last + strictest > at then at = last + strictest end
+  if inflight >= bound or at > now + horizon or (crawl == holder and others) then
+    redis.call('HSET', hkey, 'w:' .. crawl, now)
+    table.insert(out, {'w', string.format('%.17g', at), tostring(expired)})
   else
-    local at = now
-    if last ~= nil and last + strictest > at then at = last + strictest end
-    if at > now + horizon then
-      table.insert(out, {'w', string.format('%.17g', at), tostring(expired)})
-    else
-      local token = redis.call('INCR', prefix .. ':token')
-      redis.call('ZADD', okey, string.format('%.17g', at + ttl), token)
-      redis.call('HSET', hkey, 'last', string.format('%.17g', at))
-      table.insert(out, {'g', tostring(token), string.format('%.17g', at), tostring(expired)})
+    local token = redis.call('INCR', prefix .. ':token')
+    redis.call('ZADD', okey, string.format('%.17g', at + ttl), token)
+    local waiters = {}
+    for j = 1, #fields, 2 do
+      if string.sub(fields[j], 1, 2) == 'w:' then table.insert(waiters, fields[j]) end
     end
+    if #waiters > 0 then redis.call('HDEL', hkey, unpack(waiters)) end
+    redis.call('HSET', hkey, 'last', string.format('%.17g', at), 'holder', crawl)
+    table.insert(out, {'g', tostring(token), string.format('%.17g', at), tostring(expired)})
   end
 end
 return out
@@ -103,7 +108,7 @@ class RedisHostBudget:
         if not asks:
             return []
         args: list[str | float | int] = [self.prefix, repr(self._clock()), repr(horizon), repr(self.ttl),
-                                         repr(ACTIVE_FOR), crawl]  # fmt: skip
+                                         repr(ACTIVE_FOR), crawl, repr(WAITER_FOR)]  # fmt: skip
         for ask in asks:
             args += [ask.host, repr(float(ask.delay)), str(max(1, ask.concurrency))]
         answers: list[Grant | Wait] = []

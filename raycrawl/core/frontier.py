@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from raycrawl.core.due_queue import DUE_HOST, DueQueue, due_of
+from raycrawl.core.host_budget import Ask, BudgetClient, Grant, Release
 from raycrawl.core.hosts import HostState
 from raycrawl.core.politeness import DelayPolicy, backoff, first_slot_offset
 from raycrawl.core.priority import by_depth
@@ -100,8 +101,13 @@ class FrontierShard:
         score: ScoreFn = by_depth,
         clock: Clock = time.time,
         store: QueueStore | None = None,
+        budget: BudgetClient | None = None,
     ) -> None:
         self.shard_id = shard_id
+        # A politeness budget shared with other crawls (core/host_budget.py): each lease also needs its slot there
+        self._budget = budget
+        self._budget_tokens: dict[int, tuple[str, int]] = {}  # lease id -> (host, its slot's token)
+        self._budget_releases: list[Release] = []  # slots to give back at the next exchange
         self.settings = settings
         self._score = score
         # Hosts are ranked by their best URL only when scores say more than depth (that ranking costs ~25% of
@@ -401,6 +407,8 @@ class FrontierShard:
         limit = now + horizon
         if self._due.count:  # (due by now, not by the horizon: a lease may be sent as early as its horizon allows)
             self._release_due(now)
+        if self._budget is not None:
+            return self._lease_shared(max_urls, horizon, now)
         out: list[Lease] = []
         # This loop runs once per URL leased: what it reads and counts is held in locals, written back after.
         ready, ranked, heappop = self._ready, self._ranked, heapq.heappop
@@ -476,6 +484,92 @@ class FrontierShard:
         self.counters["leased"] += len(out)
         return out
 
+    def _lease_shared(self, max_urls: int, horizon: float, now: float) -> list[Lease]:
+        """``lease`` with a politeness budget shared with other crawls (core/host_budget.py): the hosts due by the
+        horizon (up to ``max_urls``, soonest -- or best -- first) ask it for their slots in one exchange, with the
+        slots this shard is done with; a host granted one is leased one URL (never a run: each request needs a slot
+        of its own) not before the later of its own clock and the grant; one refused waits as long as the budget
+        says (blocked: "shared")."""
+        limit = now + horizon
+        hosts: list[HostState] = []
+        if self._rank_hosts:
+            self._rank_due(limit)
+        while len(hosts) < max_urls:
+            if self._rank_hosts:
+                top = self._ranked_top()
+                if top is None:
+                    break
+                heapq.heappop(self._ranked)
+                hs = top[3]
+            else:
+                if not self._ready:
+                    break
+                due, token, hs = self._ready[0]
+                if hs.heap_token == token and due > limit:
+                    break
+                heapq.heappop(self._ready)
+                if hs.heap_token != token:
+                    continue
+            hs.heap_token = 0
+            hosts.append(hs)
+        releases, self._budget_releases = self._budget_releases, []
+        if not hosts and not releases:
+            return []
+        concurrency = self.settings.per_host_concurrency
+        asks = [Ask(hs.key, hs.delay, concurrency) for hs in hosts]
+        answers = self._budget.exchange(releases, asks, horizon)  # type: ignore[union-attr]  # (set: shared)
+        out: list[Lease] = []
+        for hs, answer in zip(hosts, answers, strict=True):
+            if not isinstance(answer, Grant):
+                hs.block(answer.until, "shared")
+                self.counters["shared_waits"] += 1
+                self._schedule(hs)
+                continue
+            lease = self._lease_host(hs, max(now, answer.at))
+            self._budget_tokens[lease.lease_id] = (hs.key, answer.token)
+            out.append(lease)
+        self.counters["leased"] += len(out)
+        return out
+
+    def _lease_host(self, hs: HostState, earliest: float) -> Lease:
+        """One lease of a due host, as ``lease`` makes them (its robots.txt first when it has none fresh)."""
+        ttl = self.settings.lease_ttl
+        not_before = max(hs.next_allowed, hs.blocked_until, earliest)
+        robots = hs.robots
+        lease_id = self._next_lease_id
+        if robots is not None and robots.expires_at > not_before and robots.verdict != "unreachable":
+            entry = hs.queue.pop()
+            lease = Lease(lease_id, self.shard_id, entry.kind, not_before, not_before + ttl, entry)
+            self._queued -= 1
+        else:
+            if robots is not None and robots.expires_at > not_before:
+                not_before = robots.expires_at
+            robots_txt = UrlEntry(hs.origin + "/robots.txt", 0)
+            lease = Lease(lease_id, self.shard_id, "robots", not_before, not_before + ttl, robots_txt)
+            hs.robots_leased = True
+        self._leases[lease_id] = (lease, hs)
+        self._next_lease_id += 1
+        self._expiry_check_at = min(self._expiry_check_at, not_before + ttl)
+        hs.in_flight += 1
+        hs.next_allowed = not_before + hs.delay  # (provisional, as in lease)
+        if hs.in_flight < self.settings.per_host_concurrency:
+            self._schedule(hs)
+        return lease
+
+    def _budget_done(self, ended: Iterable[tuple[int, float]]) -> None:
+        """Slots of these leases (lease id, when its exchange ended) go back at the next exchange."""
+        tokens = self._budget_tokens
+        for lease_id, at in ended:
+            held = tokens.pop(lease_id, None)
+            if held is not None:
+                self._budget_releases.append((held[0], held[1], at))
+
+    def settle_budget(self) -> None:
+        """Give back the slots this shard is done with now (a round that leases nothing: a checkpoint's)."""
+        if self._budget is not None and self._budget_releases:
+            releases, self._budget_releases = self._budget_releases, []
+            self._budget.exchange(releases, [], 0.0)
+
     def _run_after(self, hs: HostState, head: Lease, limit: float, room: int) -> list[Lease]:
         """The leases that follow ``head`` in its host's run (core/runs.py): as many queued URLs as the host's
         delay fits before ``limit`` (within ``run_length`` and ``room``), each after the one before, while its
@@ -540,6 +634,8 @@ class FrontierShard:
     def ack(self, acks: Sequence[Ack]) -> AckReply:
         reply = AckReply()
         now = self._clock()
+        if self._budget_tokens:
+            self._budget_done((a.lease_id, a.ended_at or a.responded_at or now) for a in acks)
         s = self.settings
         touched: dict[str, HostState] = {}
         for ack in acks:
@@ -637,6 +733,9 @@ class FrontierShard:
     def release(self, lease_ids: Iterable[int], reason: str = "fetch task failed") -> None:
         """Return leases whose task died. The request may have been sent, so the host's clock advances."""
         now = self._clock()
+        lease_ids = list(lease_ids)
+        if self._budget_tokens:
+            self._budget_done((lease_id, now) for lease_id in lease_ids)
         touched: dict[str, HostState] = {}
         for lease_id in lease_ids:
             held = self._leases.pop(lease_id, None)

@@ -12,6 +12,9 @@ exchange ended, so the server sees one client whatever the number of crawls.
 - **Reservations end** when the crawl releases them with when its exchange ended (the next slot counts from then),
   or when they expire: a crawl that dies gives its hosts back after ``ttl``.
 - A slot due later than ``now + horizon`` is not granted: the answer says when to ask again.
+- **Turns**: a crawl that had the host's last slot does not get the next while another crawl was refused since
+  (within ``WAITER_FOR``): crawls that ask every round take the host in turn, not first come first served (a crawl
+  that answers fast and asks ahead would otherwise keep it).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 ACTIVE_FOR = 600.0  # seconds a crawl's delay for a host counts after it last asked
+WAITER_FOR = 10.0  # seconds a crawl refused a host's slot counts as waiting for it (one that died stops counting)
 Clock = Callable[[], float]
 
 
@@ -57,12 +61,24 @@ class _Host:
     delays: dict[str, tuple[float, float]] = field(default_factory=dict)  # crawl -> (its delay, when it asked)
     concurrency: dict[str, tuple[int, float]] = field(default_factory=dict)  # crawl -> (its bound, when it asked)
     out: dict[int, tuple[str, float]] = field(default_factory=dict)  # token -> (crawl, expires at)
+    holder: str = ""  # the crawl granted the last slot
+    waiting: dict[str, float] = field(default_factory=dict)  # crawls refused since, and when
 
     def delay(self, now: float) -> float:
         return max((d for d, at in self.delays.values() if at > now - ACTIVE_FOR), default=0.0)
 
     def bound(self, now: float) -> int:
         return min((c for c, at in self.concurrency.values() if at > now - ACTIVE_FOR), default=1)
+
+
+# (host, token, when its exchange ended)
+Release = tuple[str, int, float]
+
+
+class BudgetClient(Protocol):
+    """What a shard calls once per round: its releases since the last call, and this round's asks."""
+
+    def exchange(self, releases: Sequence[Release], asks: Sequence[Ask], horizon: float) -> list[Grant | Wait]: ...
 
 
 class HostBudget:
@@ -84,13 +100,16 @@ class HostBudget:
             self._expire(host, now)
             host.delays[crawl] = (ask.delay, now)
             host.concurrency[crawl] = (max(1, ask.concurrency), now)
-            if len(host.out) >= host.bound(now):
-                out.append(Wait(ask.host, min(expires for _, expires in host.out.values())))
-                continue
             at = max(now, host.last + host.delay(now))
-            if at > now + horizon:
-                out.append(Wait(ask.host, at))
+            others = any(c != crawl and t > now - WAITER_FOR for c, t in host.waiting.items())
+            # (in flight elsewhere: the earliest the next slot can be is still ``at``, from that request's slot)
+            busy = len(host.out) >= host.bound(now)
+            wait = Wait(ask.host, at) if busy or at > now + horizon or (crawl == host.holder and others) else None
+            if wait is not None:
+                host.waiting[crawl] = now
+                out.append(wait)
                 continue
+            host.holder, host.waiting = crawl, {}
             token = self._next_token
             self._next_token += 1
             host.out[token] = (crawl, at + self.ttl)
@@ -144,3 +163,14 @@ class HostBudget:
             host = budget._hosts[name] = _Host(float(saved["last"]))
             host.delays = {c: (float(d), float(at)) for c, (d, at) in saved.get("delays", {}).items()}
         return budget
+
+
+class LocalBudget:
+    """A crawl's ``BudgetClient`` on a budget in the same process (tests; the registry actor serves many)."""
+
+    def __init__(self, budget: HostBudget, crawl: str) -> None:
+        self.budget, self.crawl = budget, crawl
+
+    def exchange(self, releases: Sequence[Release], asks: Sequence[Ask], horizon: float) -> list[Grant | Wait]:
+        self.budget.release(self.crawl, releases)
+        return self.budget.reserve(self.crawl, asks, horizon)

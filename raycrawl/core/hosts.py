@@ -19,7 +19,7 @@ from raycrawl.core.records import Ack, UrlEntry
 from raycrawl.core.robots import RobotsRules
 
 DENIAL_STATUSES = frozenset({403, 451})
-BlockReason = Literal["retry_after", "backoff"]
+BlockReason = Literal["retry_after", "backoff", "shared"]  # (shared: another crawl's request, core/host_budget.py)
 # What a checkpoint keeps of a host besides its key, origin, queue, robots rules and closed verdict.
 SAVED_FIELDS = (
     "next_allowed",

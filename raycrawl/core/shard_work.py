@@ -24,6 +24,7 @@ from typing import Any
 from raycrawl.core.crawl_loop import ShardSummary
 from raycrawl.core.demand import BACKLOG_CAP
 from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.host_budget import BudgetClient
 from raycrawl.core.link_routing import LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen
 from raycrawl.core.parts import WarcLedger
@@ -62,6 +63,7 @@ class ShardSetup:
     frontier_dir: str = ""  # where the shard's queue store goes on its node (""): the system's temporary directory)
     revisit: RevisitPolicy = field(default_factory=RevisitPolicy)  # a continuous crawl's (core/revisit_schedule.py)
     seen_ttl: float | None = None  # the seen-set's marks expire after this (core/seen_expiry.py); None: never
+    shared_politeness: str | None = None  # a per-host budget shared with other crawls: "cluster" or a redis:// URL
 
 
 @dataclass(slots=True)
@@ -81,10 +83,11 @@ class ShardWork:
         records: RecordSink,
         clock: Callable[[], float] = time.time,
         store: QueueStore | None = None,
+        budget: BudgetClient | None = None,
     ) -> None:
         self.shard_id = shard_id
         self.setup = setup
-        self.frontier = FrontierShard(shard_id, setup.frontier, setup.priority.frontier_key(), clock, store)
+        self.frontier = FrontierShard(shard_id, setup.frontier, setup.priority.frontier_key(), clock, store, budget)
         self.router = LinkRouter(shard_id, setup.shards, setup.partitions)
         self.scope = ScopePolicy(setup.scope, setup.seeds, setup.allow, setup.deny)
         self._records = records
@@ -115,6 +118,8 @@ class ShardWork:
             shard.drain(drain)
         self._end_terminals()
         leases = shard.lease(quota, horizon) if quota > 0 else []
+        if quota <= 0:
+            shard.settle_budget()  # (slots shared with other crawls go back even while this one leases nothing)
         if leases:
             self._batches[batch_id] = [lease.lease_id for lease in leases]
         summary = ShardSummary(
