@@ -162,3 +162,44 @@ def test_an_answer_that_ends_a_run_sends_nothing_after_it(web: TestWeb) -> None:
     assert by_id[101].status == 403 and by_id[102].unsent and by_id[103].unsent
     assert by_id[102].status is None and by_id[102].warc is None
     assert len([r for r in web.requests() if r["ip"] == web.graph.ip(1)]) == before + 1  # (only the first)
+
+
+def test_a_run_that_refills_from_the_store_counts_what_robots_txt_ends_there() -> None:
+    """URLs stored before the host's robots.txt came are checked against it when they come out of the store -- here
+    in the middle of a run's lease. Those it forbids end (a record each), and the shard's count of queued URLs says
+    so: it stayed one too high for each (a crawl that then never ended), when the lease wrote back its own count."""
+    from raycrawl.core.queue_store import MemoryQueueStore
+
+    clock = Clock()
+    settings = FrontierSettings(policy=DelayPolicy(delay=0.01, delay_factor=0.0), run_length=8, workbench=2,
+                                first_slot_spread=0.0)  # fmt: skip
+    frontier = FrontierShard(0, settings, clock=clock, store=MemoryQueueStore())
+    frontier.push([UrlEntry(f"http://a.test/{'private/' if i % 2 else ''}{i}", 1) for i in range(12)])
+    (robots,) = frontier.lease(10)
+    frontier.ack([Ack(robots.lease_id, 200, clock.now, 0.01, False, None, b"User-agent: *\nDisallow: /private/\n",
+                      ended_at=clock.now)])  # fmt: skip
+    fetched: list[str] = []
+    for _ in range(50):
+        clock.now += 1.0
+        leases = frontier.lease(10, horizon=1.0)
+        fetched += [x.url for x in leases]
+        answer(frontier, leases, clock.now)
+        stored = sum(hs.queue.size + hs.stored for hs in frontier._hosts.values())
+        assert frontier.queued == stored, (frontier.queued, stored)
+    denied = [t.entry.url for t in frontier.take_terminals()]
+    assert sorted(fetched + denied) == sorted(f"http://a.test/{'private/' if i % 2 else ''}{i}" for i in range(12))
+    assert all("/private/" in u for u in denied) and frontier.queued == 0
+
+
+def test_a_run_whose_task_died_spends_an_attempt_only_on_the_request_that_may_have_been_sent() -> None:
+    clock, frontier, urls, run = a_run(10)
+    answer(frontier, run[:1], clock.now)  # (the first was answered; the second may have been sent)
+    frontier.release([x.lease_id for x in run])
+    clock.now += 60.0
+    attempts: dict[str, int] = {}
+    for _ in range(3):  # (queued again behind the others)
+        leases = frontier.lease(10, horizon=0.3)
+        attempts |= {x.url: x.attempts for x in leases}
+        answer(frontier, leases, clock.now)
+    assert {u: attempts[u] for u in urls[1:4]} == {urls[1]: 1, urls[2]: 0, urls[3]: 0}
+    assert frontier.counters["released_unsent"] == 2

@@ -414,7 +414,9 @@ class FrontierShard:
         ready, ranked, heappop = self._ready, self._ranked, heapq.heappop
         leases, append = self._leases, out.append
         concurrency, shard, ttl = self.settings.per_host_concurrency, self.shard_id, self.settings.lease_ttl
-        lease_id, queued, earliest = self._next_lease_id, self._queued, float("inf")
+        # (what was taken from the queues, subtracted at the end: a refill inside the loop may end URLs robots.txt
+        # forbids, and counts them off self._queued itself)
+        lease_id, taken, earliest = self._next_lease_id, 0, float("inf")
         stop = lease_id + max_urls  # (lease ids are consecutive: the count leased is lease_id - first id)
         rank = self._rank_hosts
         runs = self.settings.run_length > 1 and concurrency == 1
@@ -445,7 +447,7 @@ class FrontierShard:
             if robots is not None and robots.expires_at > not_before and robots.verdict != "unreachable":
                 entry = hs.queue.pop()
                 lease = Lease(lease_id, shard, entry.kind, not_before, not_before + ttl, entry)
-                queued -= 1
+                taken += 1
                 if runs and (hs.queue or hs.stored) and lease_id + 1 < stop:  # (a workbench may be empty)
                     # (the rest of the run: counted in flight, the host out of the heaps until every one of them
                     # is answered or given back)
@@ -469,13 +471,15 @@ class FrontierShard:
                     leases[member.lease_id] = (member, hs)
                     append(member)
                 hs.in_flight += len(run)
-                queued -= len(run)
+                taken += len(run)
                 lease_id += len(run)
                 self.counters["run_leases"] += len(run)
                 run = []
             if hs.in_flight < concurrency:  # (otherwise an ack puts the host back in the ready-heap)
                 self._schedule(hs)
-        self._next_lease_id, self._queued = lease_id, queued
+        self._next_lease_id = lease_id
+        self._queued -= taken
+        queued = self._queued
         if self._bench is not None:  # (what the workbenches hold -- bounded by hosts -- and what the store does)
             self._in_memory_peak = max(self._in_memory_peak, queued - self._bench.stored)
             self._on_disk_peak = max(self._on_disk_peak, self._bench.stored)
@@ -731,11 +735,15 @@ class FrontierShard:
         self._queued -= len(entries)
 
     def release(self, lease_ids: Iterable[int], reason: str = "fetch task failed") -> None:
-        """Return leases whose task died. The request may have been sent, so the host's clock advances."""
+        """Return leases whose task died. The request may have been sent, so the host's clock advances. A run's
+        lease whose predecessor is returned too was never sent (each waits for the answer before it): its URL is
+        queued again without spending an attempt (else a run of 8 cost 8 attempts a death, the crawl's whole budget
+        of them in a few)."""
         now = self._clock()
         lease_ids = list(lease_ids)
         if self._budget_tokens:
             self._budget_done((lease_id, now) for lease_id in lease_ids)
+        unanswered = {lease_id for lease_id in lease_ids if lease_id in self._leases}
         touched: dict[str, HostState] = {}
         for lease_id in lease_ids:
             held = self._leases.pop(lease_id, None)
@@ -749,6 +757,9 @@ class FrontierShard:
             self.counters["released"] += 1
             if lease.kind == "robots":
                 hs.robots_leased = False
+            elif lease.after and lease.after in unanswered:  # (never sent: as a run's unsent lease)
+                self.counters["released_unsent"] += 1
+                self._enqueue(hs, lease.entry)
             elif lease.attempts + 1 < self.settings.max_attempts:
                 self._requeue(hs, lease.entry)
             else:
