@@ -13,8 +13,9 @@ is then known only by its payload's digest.
 
 from __future__ import annotations
 
-import hashlib
 from email.utils import formatdate
+
+from raycrawl.testing.versioned import conditional_answer
 
 FAST, NEVER, REMOVED = 4, 4, 2
 Answer = tuple[int, list[tuple[str, str]], bytes]
@@ -50,12 +51,4 @@ def answer(path: str, age: float, started: float, period: float, remove_after: f
     body = f"<html><body><p>{host}{path} version {v}</p>{'x' * 500}</body></html>".encode()
     if not has_validators(path):
         return 200, html, body
-    etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
-    modified = formatdate(int(started + v * period), usegmt=True)
-    validators = [("ETag", etag), ("Last-Modified", modified)]
-    if "if-none-match" in request:
-        if etag in (tag.strip() for tag in request["if-none-match"].split(",")):
-            return 304, validators, b""
-    elif request.get("if-modified-since") == modified:
-        return 304, validators, b""
-    return 200, html + validators, body
+    return conditional_answer(body, formatdate(int(started + v * period), usegmt=True), html, request)

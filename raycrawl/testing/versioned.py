@@ -74,15 +74,23 @@ def answer(
         body = body.replace(b"</body>", f'<p>revised</p><a href="/new/{page}">new</a></body>'.encode())
     if not has_validators(page):
         return 200, html, body
-    etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
     modified = formatdate(EPOCH + (rev if changed(page, rev) else 1) * 86400, usegmt=True)
+    return conditional_answer(body, modified, html, request)
+
+
+def conditional_answer(
+    body: bytes, modified: str, headers: list[tuple[str, str]], request: dict[str, str]
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """A page with validators -- ``ETag`` (from the body) and ``Last-Modified`` -- answered as RFC 9110 says: 304
+    when the request's If-None-Match names the ETag, or (without one) its If-Modified-Since is the date."""
+    etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
     validators = [("ETag", etag), ("Last-Modified", modified)]
     if "if-none-match" in request:
         if etag in (tag.strip() for tag in request["if-none-match"].split(",")):
             return 304, validators, b""
     elif request.get("if-modified-since") == modified:
         return 304, validators, b""
-    return 200, html + validators, body
+    return 200, headers + validators, body
 
 
 def recovering(path: str, rev: int) -> tuple[int, list[tuple[str, str]], bytes] | None:
