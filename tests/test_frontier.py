@@ -361,3 +361,30 @@ def test_a_checkpoint_from_before_queue_lines_restores() -> None:
     again = make(clock)
     again.restore(saved)
     assert [h["lines"] for h in again.snapshot()["hosts"]] == [h["lines"] for h in shard.snapshot()["hosts"]]
+
+
+def test_a_stored_block_that_robots_txt_forbids_entirely_does_not_strand_the_urls_behind_it() -> None:
+    # (CI: a resumed crawl never ended -- a host whose refill was all denied left its workbench empty with URLs
+    # still stored, and an empty workbench is never scheduled)
+    from raycrawl.core.queue_store import MemoryQueueStore
+
+    clock = FakeClock()
+    settings = FrontierSettings(policy=DelayPolicy(delay=0.0, delay_factor=0.0), workbench=4)
+    shard = FrontierShard(0, settings, clock=clock, store=MemoryQueueStore())
+    ok = [f"http://a.test/ok/{i}" for i in range(4)]
+    private = [f"http://a.test/private/{i}" for i in range(9)]
+    late = [f"http://a.test/late/{i}" for i in range(3)]
+    for urls, depth in ((ok, 1), (private, 2), (late, 3)):  # (one push each: blocks of one score)
+        shard.push([UrlEntry(url, depth) for url in urls])
+    (robots,) = shard.lease(10)
+    robots_ok(shard, robots, b"User-agent: *\nDisallow: /private/\n", status=200)
+    fetched: list[str] = []
+    for _ in range(50):
+        leases = shard.lease(10)
+        if not leases:
+            break
+        fetched += [lease.url for lease in leases]
+        shard.ack([Ack(lease.lease_id, 200, clock.now, 0.001, False) for lease in leases])
+    denied = [t.entry.url for t in shard.take_terminals() if t.outcome == "robots_denied"]
+    assert sorted(fetched) == sorted(ok + late) and sorted(denied) == sorted(private)
+    assert shard.queued == 0

@@ -349,18 +349,24 @@ class FrontierShard:
         bench = self._bench
         assert bench is not None
         low = [hs for hs in hosts if hs.stored and hs.queue.size < bench.low]
-        if not low:
-            return
-        refilled = bench.refill(low)
-        for hs in low:
-            robots = hs.robots
-            for entry in refilled[hs.key]:
-                if robots is not None and robots.verdict == "parsed" and not robots.allows(entry.request_url):
-                    self._queued -= 1
-                    self.counters["robots_denied"] += 1
-                    self._end(entry, "robots_denied", "disallowed by robots.txt")
-                else:
-                    hs.queue.push(self._score(entry), entry)
+        while low:
+            refilled = bench.refill(low)
+            again: list[HostState] = []
+            for hs in low:
+                robots = hs.robots
+                entries = refilled[hs.key]
+                for entry in entries:
+                    if robots is not None and robots.verdict == "parsed" and not robots.allows(entry.request_url):
+                        self._queued -= 1
+                        self.counters["robots_denied"] += 1
+                        self._end(entry, "robots_denied", "disallowed by robots.txt")
+                    else:
+                        hs.queue.push(self._score(entry), entry)
+                # A block robots.txt forbade entirely leaves the workbench empty with URLs still stored: the next
+                # block now, or the host is never scheduled again (not queued in memory) and the crawl never ends.
+                if entries and hs.stored and not hs.queue:
+                    again.append(hs)
+            low = again
 
     def _schedule_all(self, touched: dict[str, HostState]) -> None:
         if self._bench is not None:
