@@ -388,3 +388,86 @@ def test_a_stored_block_that_robots_txt_forbids_entirely_does_not_strand_the_url
     denied = [t.entry.url for t in shard.take_terminals() if t.outcome == "robots_denied"]
     assert sorted(fetched) == sorted(ok + late) and sorted(denied) == sorted(private)
     assert shard.queued == 0
+
+
+class _FillingStore:
+    """A store in memory that refuses every write once ``full`` is set (a disk that filled up)."""
+
+    def __init__(self) -> None:
+        from raycrawl.core.queue_store import MemoryQueueStore
+
+        self.inner = MemoryQueueStore()
+        self.full = False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def push(self, items: object) -> None:
+        self._refuse()
+        self.inner.push(items)  # type: ignore[arg-type]
+
+    def put_back(self, items: object) -> None:
+        self._refuse()
+        self.inner.put_back(items)  # type: ignore[arg-type]
+
+    def _refuse(self) -> None:
+        from raycrawl.core.queue_store import QueueStoreFull
+
+        if self.full:
+            raise QueueStoreFull("the disk is full")
+
+
+def test_a_checkpoint_taken_as_the_store_fills_up_keeps_every_url_and_the_resume_ends() -> None:
+    # (CI: a crawl stopped by a full disk resumed and never ended; the lines the store refused at the last
+    # checkpoint's flush were counted as stored and saved nowhere)
+    from raycrawl.core.queue_store import MemoryQueueStore
+
+    for stored_rows in (True, False):
+        clock = FakeClock()
+        settings = FrontierSettings(policy=DelayPolicy(delay=0.0, delay_factor=0.0), workbench=8)
+        store = _FillingStore()
+        shard = FrontierShard(0, settings, clock=clock, store=store)  # type: ignore[arg-type]
+        urls = [f"http://h{h}.test/{n}" for h in range(3) for n in range(30)]
+        for url in urls:  # (one a call: lines wait to make whole blocks)
+            shard.push([UrlEntry(url, 1)])
+        store.full = True
+        snapshot = shard.snapshot(stored_rows=stored_rows)
+        again_store = MemoryQueueStore()
+        if not stored_rows:  # (what the log replays: the rows the store took)
+            again_store.push(list(store.inner.items()))
+        again = FrontierShard(0, settings, clock=clock, store=again_store)
+        again.restore(snapshot)
+        assert again.queued == len(urls)
+        fetched: list[str] = []
+        for _ in range(200):
+            leases = again.lease(50)
+            if not leases:
+                break
+            fetched += [lease.url for lease in leases if lease.kind == "page"]
+            again.ack(
+                [
+                    Ack(lease.lease_id, 404 if lease.kind == "robots" else 200, clock.now, 0.001, False)
+                    for lease in leases
+                ]
+            )
+        assert sorted(fetched) == sorted(urls) and again.queued == 0, stored_rows
+
+
+def test_urls_a_checkpoint_counts_as_stored_that_the_store_lacks_are_counted_missing_not_waited_for() -> None:
+    clock = FakeClock()
+    settings = FrontierSettings(policy=DelayPolicy(delay=0.0, delay_factor=0.0), workbench=4)
+    from raycrawl.core.queue_store import MemoryQueueStore
+
+    shard = FrontierShard(0, settings, clock=clock, store=MemoryQueueStore())
+    shard.push([UrlEntry(f"http://a.test/{n}", 1) for n in range(20)])
+    snapshot = shard.snapshot(stored_rows=False)  # (and no log replayed into the new store)
+    again = FrontierShard(0, settings, clock=clock, store=MemoryQueueStore())
+    again.restore(snapshot)
+    for _ in range(20):
+        leases = again.lease(50)
+        if not leases:
+            break
+        again.ack(
+            [Ack(lease.lease_id, 404 if lease.kind == "robots" else 200, clock.now, 0.001, False) for lease in leases]
+        )
+    assert again.queued == 0 and again.counters["stored_missing"] == 20 - 4  # (the workbench's 4 were saved)

@@ -350,7 +350,11 @@ class FrontierShard:
         assert bench is not None
         low = [hs for hs in hosts if hs.stored and hs.queue.size < bench.low]
         while low:
+            missing = bench.missing
             refilled = bench.refill(low)
+            if bench.missing > missing:
+                self._queued -= bench.missing - missing
+                self.counters["stored_missing"] += bench.missing - missing
             again: list[HostState] = []
             for hs in low:
                 robots = hs.robots
@@ -886,6 +890,11 @@ class FrontierShard:
         holds their lease, so they must be fetched again (docs/architecture.md, invariant 4). The URLs in the queue
         store are in it as rows, or (``stored_rows=False``) only counted per host: the store is saved by its log
         (adapters/queue_segments.py) and replayed before ``restore``."""
+        if self._bench is not None:
+            # First: a store that refuses the pending lines (a full disk) puts them back in their workbenches,
+            # where the hosts' saved queues below take them (saved before, they were counted as stored and were
+            # in neither the rows nor the log: lost, and a resume waited for ever for rows that were not there).
+            self._bench.flush()
         leased: dict[str, list[UrlEntry]] = {}
         for lease, hs in self._leases.values():
             if lease.kind != "robots":
@@ -901,8 +910,6 @@ class FrontierShard:
         }
         if self._bench is not None and stored_rows:  # the URLs past the workbenches: (host, score, block)
             snapshot["stored"] = [[host, key, row.decode()] for host, key, row in self._bench.stored_rows()]
-        elif self._bench is not None:
-            self._bench.flush()  # (what the log records, up to this cut; each host's saved state counts its own)
         return snapshot
 
     def restore(self, snapshot: dict[str, Any]) -> None:

@@ -49,6 +49,7 @@ class Workbench:
         self.low = size // 2  # refilled below this, one block at a time: a block holds at most this many
         self.full: str | None = None  # why the store refused a write (None: it never did)
         self.stored = 0  # URLs of all hosts in the store (or on their way to it)
+        self.missing = 0  # URLs counted as stored that the store did not have (never, unless a checkpoint is bad)
         self._pending: dict[str, _Pending] = {}
         self._whole: set[str] = set()  # hosts with a whole block of appends pending, or a put-back
         self._pending_lines = 0
@@ -171,6 +172,12 @@ class Workbench:
             entries = out[hs.key] = [entry for block in rows for entry in decode_block(block)]
             hs.stored -= len(entries)
             self.stored -= len(entries)
+            if not rows and hs.stored and hs.key not in self._pending:
+                # Counted as stored, and the store has none of them (a checkpoint that disagrees with its log):
+                # said, and forgotten -- a host waiting for rows that never come would keep the crawl from ending.
+                self.missing += hs.stored
+                self.stored -= hs.stored
+                hs.stored = 0
             hs.stored_best = self._best(hs.key, best)  # (lines a full store refused may still be on their way)
         return out
 
