@@ -25,6 +25,7 @@ from raycrawl.core.host_actions import HostAction, PauseHost, ResumeHost, SetDel
 from raycrawl.core.urls import redact_credentials
 from raycrawl.errors import ConfigError, CrawlNotFound, ServiceError
 from raycrawl.output_location import check_output_shared, check_recrawl_source, prepare_out_dir, store_of
+from raycrawl.proxies import proxy_plan
 from raycrawl.ray_runtime import connect_ray, ensure_ray, where
 from raycrawl.results import read_results
 from raycrawl.seeds import SeedProblem, check_seed_addresses, load_seeds, seed_urls
@@ -117,10 +118,12 @@ class Crawl:
             self.config = resume_config(self.config, self._named)
             self.seeds, self.seed_problems = load_seeds(self.config)  # (with the crawl's own tracking parameters)
         check_seed_addresses(self.seeds, self.config)
+        egress = proxy_plan(self.config)  # (credentials from this process's environment: checked before Ray starts)
         ensure_ray(self.config.ray_address)
         check_output_shared(self.out_dir, self.config)
         self.crawl_id = crawl_id_of(self.config, self.out_dir)
-        self._client = CoordinatorClient.start(self.crawl_id, self.config, self.seeds, self.out_dir)
+        config = self.config.replace(egress=egress)
+        self._client = CoordinatorClient.start(self.crawl_id, config, self.seeds, self.out_dir)
         return self
 
     def _running(self) -> CoordinatorClient:

@@ -28,6 +28,8 @@ from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import parse_rule
+from raycrawl.core.proxy_routes import check_proxy_url
+from raycrawl.core.proxy_routes import parse_rule as parse_proxy_rule
 from raycrawl.core.revisit_schedule import RevisitPolicy, ScheduleKind, parse_duration
 from raycrawl.core.revisit_schedule import parse_rule as parse_revisit_rule
 from raycrawl.core.robots_txt import product_token
@@ -123,6 +125,11 @@ class CrawlConfig:
     # one politeness budget per host with every crawl that names the same: "cluster" (the Ray cluster's registry
     # actor) or a redis:// URL (core/host_budget.py); None: this crawl's own clocks only
     shared_politeness: str | None = None
+    # Egress through proxies (core/proxy_routes.py): the default pool, a pool file, and per-host rules
+    proxy: tuple[str, ...] = ()  # proxy URLs; a password as ${VARIABLE}, from the environment
+    proxy_file: str | None = None  # one proxy URL a line (read where the crawl starts)
+    proxy_rules: tuple[str, ...] = ()  # HOST_PATTERN=none|pool|PROXY_URL [PROXY_URL ...], first match wins
+    proxy_cooldown: float = 60.0  # a proxy failing 3 times in a row rests this long (doubling each time)
     warc: bool = True
     checkpoint_interval: float = _default(LoopSettings, "checkpoint_interval")
     redis_url: str | None = None
@@ -138,6 +145,8 @@ class CrawlConfig:
     filesystem: Any = dataclasses.field(default=None, compare=False, repr=False)
     # Python only: score(url, depth) -> float, higher first, instead of -depth (shipped to the shards by Ray).
     score: Any = dataclasses.field(default=None, compare=False, repr=False)
+    # Made where the crawl starts, never given (raycrawl/proxies.py): the proxies with their credentials.
+    egress: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # a list where a tuple is declared is what a notebook user writes
@@ -244,6 +253,16 @@ def _validate(cfg: CrawlConfig) -> None:
         or cfg.shared_politeness.startswith(("redis://", "rediss://", "unix://")),
         "shared_politeness", "cluster (the Ray cluster's registry) or a redis:// URL",
     )  # fmt: skip
+    for url in cfg.proxy:
+        problem = check_proxy_url(url)
+        if problem is not None:  # (the message shows the URL redacted: never ``need``'s value as given)
+            raise ConfigError(f"proxy: {problem}", "proxy")
+    for rule in cfg.proxy_rules:
+        try:
+            parse_proxy_rule(rule)
+        except ValueError as exc:
+            raise ConfigError(f"proxy_rules: {exc}", "proxy_rules") from None
+    need(cfg.proxy_cooldown >= 1, "proxy_cooldown", "a duration of at least 1s, e.g. 60s or 10m")
     for rule in cfg.revisit_rules:
         try:
             _, seconds = parse_revisit_rule(rule)
@@ -293,8 +312,10 @@ def _field_types() -> dict[str, Any]:
 
 
 # Settings that are durations: seconds, or 90s, 10m, 6h, 7d
-DURATIONS = frozenset({"revisit_after", "revisit_min", "revisit_max", "rollover", "seen_ttl"})
-PYTHON_ONLY = frozenset({"filesystem", "score"})  # no flag, TOML key or environment variable: an object, not text
+DURATIONS = frozenset({"revisit_after", "revisit_min", "revisit_max", "rollover", "seen_ttl", "proxy_cooldown"})
+PYTHON_ONLY = frozenset(
+    {"filesystem", "score", "egress"}
+)  # no flag, TOML key or environment variable: an object, not text
 FIELD_TYPES = _field_types()
 
 
@@ -417,6 +438,13 @@ def read_toml(path: str | os.PathLike[str], sources: dict[str, str] | None = Non
             rules = [_sourced(lambda table=table: _revisit_rule(table), where) for table in value]
             out["revisit_rules"] = coerce("revisit_rules", rules)
             value = out.get("revisit", True)
+        if key == "proxy" and isinstance(value, list) and value and all(isinstance(t, dict) for t in value):
+            # [[proxy]] tables: per-host rules (the default pool is --proxy, or a proxy = [...] list)
+            rules = [_sourced(lambda table=table: _proxy_rule(table), where) for table in value]
+            key = "proxy_rules"
+            if sources is not None:
+                sources[key] = where
+            value = rules
         out[key] = _sourced(lambda key=key, value=value: coerce(key, value), where)
     return out
 
@@ -428,6 +456,20 @@ def _revisit_rule(table: dict[str, Any]) -> str:
         raise ConfigError(f"revisit: {table!r}: expected a table with pattern (a regular expression) and every (a"
                           " duration such as 1h)", "revisit_rules")  # fmt: skip
     return f"{pattern}={every}"
+
+
+def _proxy_rule(table: dict[str, Any]) -> str:
+    """A ``[[proxy]]`` table (``pattern = "*.example.com"``, ``proxy = "none" | "pool" | URL | [URL, ...]``) as the
+    rule text the other layers use."""
+    pattern, proxy = table.get("pattern"), table.get("proxy")
+    targets = [proxy] if isinstance(proxy, str) else proxy
+    if (
+        not isinstance(pattern, str) or not isinstance(targets, list) or not targets
+        or not all(isinstance(t, str) for t in targets) or set(table) - {"pattern", "proxy"}
+    ):  # fmt: skip
+        raise ConfigError(f"proxy: {table!r}: expected a table with pattern (a host pattern such as *.example.com)"
+                          " and proxy (none, pool, a proxy URL or a list of them)", "proxy_rules")  # fmt: skip
+    return f"{pattern}={' '.join(targets)}"
 
 
 def _duration(key: str, text: str) -> float:
@@ -551,6 +593,7 @@ PER_RUN = frozenset(
         "quiet",
         "filesystem",
         "score",
+        "egress",
     }
 )
 

@@ -14,7 +14,7 @@ FORBIDDEN = {"core": {"ray", "aiohttp", "httpx", "redis"}, "adapters": {"ray"}}
 # The layers, lowest first; a module may import modules of its own layer or below. Modules at the package's top
 # level are the API, the CLI and their helpers, except the foundations every layer may read.
 LAYERS = ("core", "adapters", "foundation", "actors", "top")
-FOUNDATION = {"raycrawl.config", "raycrawl.errors", "raycrawl.ray_tuning", "raycrawl.version"}
+FOUNDATION = {"raycrawl.config", "raycrawl.errors", "raycrawl.proxies", "raycrawl.ray_tuning", "raycrawl.version"}
 
 
 def layer_of(module: str) -> str:

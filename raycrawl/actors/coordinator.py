@@ -20,6 +20,7 @@ dies has its shards take back the leases it had not settled.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -47,11 +48,13 @@ from raycrawl.core.checkpoint_state import CheckpointState
 from raycrawl.core.crawl_loop import CrawlLoop, RoundPlan, ShardSummary
 from raycrawl.core.dead_letters import BUDGET_OUTCOMES, RETRIED_OUTCOMES
 from raycrawl.core.host_actions import HostAction
+from raycrawl.core.proxy_routes import ProxyPlan
 from raycrawl.core.records import UrlEntry
 from raycrawl.core.recrawl import recrawl_links
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.sharding import shard_for
 from raycrawl.core.stats import CrawlStats
+from raycrawl.proxies import proxy_plan
 
 WARM_UP_TIMEOUT = 20.0
 ROLLBACK_ATTEMPTS = 5
@@ -64,6 +67,10 @@ ROLLBACK_CAUSES: tuple[type[Exception], ...] = (*ACTOR_LOST, OutputLost)
 
 class Coordinator:
     def __init__(self, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str) -> None:
+        # The proxies with their credentials (made where the crawl started): for the fetch workers, and kept out
+        # of the settings this coordinator tells others (describe(), checkpoints)
+        self.egress: ProxyPlan = cfg.egress if cfg.egress is not None else proxy_plan(cfg)
+        cfg = cfg.replace(egress=None)
         self.cfg = cfg
         self.out_dir = out_dir
         self.seeds = list(seeds)
@@ -90,7 +97,7 @@ class Coordinator:
         self.capacity.look()
         self._placement.keep_on_head = self.capacity.autoscaler  # (nodes an autoscaler removes hold no actor)
         self.crew = self._new_crew()
-        self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer)
+        self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer, self.egress)
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)
         self.metrics = CrawlMetrics(self.crawl_id)
         self.loop = CrawlLoop(loop_settings(cfg), self.num_shards)
@@ -104,11 +111,13 @@ class Coordinator:
         self._finished_batches: list[list[int]] = [[] for _ in range(self.num_shards)]
         self._last_stats = 0.0
         self._host_counts: dict[str, int] = {}  # hosts ready / paused, from the last stats summary
+        self._proxy_health: list[dict[str, Any]] | None = None  # ... and each proxy's health (with proxies)
         self._retry_requested: frozenset[str] | None = None  # retry_errors() of a running crawl: these outcomes
         self._final: dict[str, Any] | None = None  # the summary run() returned (for clients attached by name)
 
     def _new_crew(self) -> Crew:
         setup = shard_setup(self.cfg, self.seeds, self.num_shards, self.num_partitions, self.out_dir, self.crawl_id)
+        setup = dataclasses.replace(setup, proxies=self.egress.without_secrets())
         crew = Crew(cast(Any, FrontierShardActor), cast(Any, DedupActor), setup, self._dedup_args(), self._placement)
         crew.add_scope_hosts(self.scope.seed_hosts())
         return crew
@@ -474,7 +483,9 @@ class Coordinator:
     # --- what the world sees -------------------------------------------------------------------------
 
     def _progress(self, state: str) -> dict[str, Any]:
-        status = reporting.progress(state, self.loop, self._host_counts, self._checkpoint_error, self._checkpoints)
+        status = reporting.progress(
+            state, self.loop, self._host_counts, self._checkpoint_error, self._checkpoints, self._proxy_health
+        )
         return status | {"demand": self.capacity.view(len(self.loop.tasks))}
 
     def _publish(self) -> None:
@@ -489,6 +500,7 @@ class Coordinator:
             self._write_stats(summary)
             self.metrics.record_summary(summary)
             self._host_counts = {k: summary["frontier"].get(k, 0) for k in ("hosts_ready", "hosts_paused_now")}
+            self._proxy_health = summary.get("proxies")
 
     def _summary(self) -> dict[str, Any]:
         return {

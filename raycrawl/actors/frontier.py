@@ -190,3 +190,6 @@ class FrontierShardActor:
 
     def counters(self) -> dict[str, int]:
         return self._work.counts()
+
+    def proxy_health(self) -> list[dict[str, Any]]:
+        return self._work.proxy_health()

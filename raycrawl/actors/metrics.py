@@ -39,6 +39,12 @@ GAUGES = {
     "revisits_due_within_hour": "scheduled URLs due within the next hour (overdue ones included)",
     "freshness_lag_seconds": "how overdue the most overdue page is",
 }
+# per proxy (tagged with its redacted name), with --proxy: its health as the shards found it (core/proxy_routes.py)
+PROXY_GAUGES = {
+    "proxy_requests": "answers (or failures) that came through the proxy (total)",
+    "proxy_failures": "connect errors, 407s and ban-like answers through the proxy (total)",
+    "proxy_resting": "1 while the proxy rests after failing, else 0",
+}
 COUNTERS = ("raycrawl_pages", "raycrawl_bytes")
 HISTOGRAMS = ("raycrawl_fetch_latency_seconds", "raycrawl_checkpoint_seconds")
 
@@ -47,6 +53,7 @@ def exported_series() -> set[str]:
     """The series names these metrics have in Prometheus' format, as each node's metrics agent exports them
     (dashboards/raycrawl-grafana.json may name only these: tests/test_dashboard.py)."""
     names = {f"raycrawl_{name}" for name in GAUGES} | {"raycrawl_host_delay_seconds"}
+    names |= {f"raycrawl_{name}" for name in PROXY_GAUGES}
     names |= {f"{name}_total" for name in COUNTERS}
     return names | {f"{name}_{part}" for name in HISTOGRAMS for part in ("bucket", "sum", "count")}
 
@@ -67,7 +74,9 @@ class CrawlMetrics:
         )
         self.gauges = {name: Gauge(f"raycrawl_{name}", text, tag_keys=("crawl",)) for name, text in GAUGES.items()}
         self.host_delay = Gauge("raycrawl_host_delay_seconds", "a host's current delay", tag_keys=("crawl", "host"))
-        for metric in (self.pages, self.bytes, self.latency, self.checkpoint, self.host_delay, *self.gauges.values()):
+        self.proxy = {n: Gauge(f"raycrawl_{n}", text, tag_keys=("crawl", "proxy")) for n, text in PROXY_GAUGES.items()}
+        every = (self.pages, self.bytes, self.latency, self.checkpoint, self.host_delay, *self.gauges.values())
+        for metric in (*every, *self.proxy.values()):
             metric.set_default_tags(tags)
 
     def record_round(self, outcomes: Counter[str], size: int, latencies: Iterable[float]) -> None:
@@ -111,3 +120,8 @@ class CrawlMetrics:
             self.gauges[name].set(float(value))
         for row in summary.get("hosts", [])[:HOST_DELAY_ROWS]:
             self.host_delay.set(float(row["delay"]), {"host": row["host"]})
+        for row in summary.get("proxies", []):
+            tag = {"proxy": row["proxy"]}
+            self.proxy["proxy_requests"].set(float(row["requests"]), tag)
+            self.proxy["proxy_failures"].set(float(row["failures"]), tag)
+            self.proxy["proxy_resting"].set(1.0 if row["state"] == "resting" else 0.0, tag)

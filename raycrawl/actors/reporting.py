@@ -15,6 +15,7 @@ from raycrawl.adapters.storage import Storage, StorageError
 from raycrawl.config import CrawlConfig
 from raycrawl.core.crawl_loop import CrawlLoop
 from raycrawl.core.partitions import merge_stats
+from raycrawl.core.proxy_routes import merge_health
 
 STATS_EVERY = 5.0
 TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
@@ -37,8 +38,10 @@ def progress(
     host_counts: dict[str, int],
     checkpoint_error: str | None,
     checkpoints: list[dict[str, float]],
+    proxies: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The live status (``host_counts``: hosts ready and paused, from the last stats summary)."""
+    """The live status (``host_counts``: hosts ready and paused, and ``proxies``: each proxy's health, from the
+    last stats summary)."""
     now = time.time()
     s = loop.stats
     elapsed = max(now - s.started_at, 1e-9)
@@ -55,6 +58,7 @@ def progress(
         "hosts_ready": host_counts.get("hosts_ready", 0),
         "hosts_paused": host_counts.get("hosts_paused_now", 0),
         **(loop.freshness() if loop.scheduled or loop.stats.revisit_lag else {}),  # (a continuous crawl's)
+        **({"proxies": proxies} if proxies is not None else {}),
         "stop_reason": loop.user_stop or loop.stop_reason,
         "checkpoint_error": checkpoint_error,
         "checkpoints": len(checkpoints),
@@ -69,14 +73,17 @@ def summary(view: CrawlView) -> dict[str, Any]:
     shards = view.crew.shards
     # One ray.get for all of it: every shard's counters and host table, and the seen-set's figures.
     n = len(shards)
+    proxied = bool(view.cfg.proxy or view.cfg.proxy_file or view.cfg.proxy_rules)
     answers = ray.get(
         [s.counters.remote() for s in shards]
         + [s.hosts.remote() for s in shards]
+        + ([s.proxy_health.remote() for s in shards] if proxied else [])
         + [p.stats.remote() for p in view.crew.partitions]
     )
     shard_counters: list[dict[str, int]] = answers[:n]
     hosts = [row for table in answers[n : 2 * n] for row in table]
-    dedup_stats = merge_stats(answers[2 * n :])
+    proxies = merge_health(answers[2 * n : 3 * n]) if proxied else None
+    dedup_stats = merge_stats(answers[3 * n if proxied else 2 * n :])
     paused = [{"host": h["host"], "reason": h["paused"], "fetched": h["fetched"]} for h in hosts if h["paused"]]
     busiest = sorted(hosts, key=lambda h: (h["requests"], h["queued"]), reverse=True)[:TOP_HOSTS]
     frontier: dict[str, int] = {}
@@ -121,6 +128,7 @@ def summary(view: CrawlView) -> dict[str, Any]:
             "hosts": busiest,
             "out_dir": view.out,
             **({"freshness": loop.freshness()} if frontier.get("scheduled") else {}),
+            **({"proxies": proxies} if proxies is not None else {}),  # per proxy, redacted (core/proxy_routes.py)
         }
     )
     return out

@@ -15,6 +15,7 @@ from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import Priority
+from raycrawl.core.proxy_routes import ProxyPlan
 from raycrawl.core.revisit_schedule import RevisitPolicy
 from raycrawl.core.robots import product_token
 from raycrawl.core.settle import RecordRules
@@ -84,10 +85,13 @@ def shard_setup(
     )
 
 
-def fetch_settings(cfg: CrawlConfig, out_dir: str, warc_buffer: str | None) -> FetchSettings:
+def fetch_settings(
+    cfg: CrawlConfig, out_dir: str, warc_buffer: str | None, egress: ProxyPlan | None = None
+) -> FetchSettings:
     return section(
         FetchSettings,
         cfg,
+        proxies=egress.urls if egress is not None else (),
         resolve=tuple(sorted(cfg.resolve_map().items())),
         warc_buffer=warc_buffer if cfg.warc else None,
         warc_info=warcinfo_fields(cfg, crawl_id_of(cfg, out_dir)),

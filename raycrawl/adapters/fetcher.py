@@ -41,6 +41,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
+from raycrawl.adapters.egress import Egress, ProxyAuthRefused, ProxyUnreachable
 from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
 from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
 from raycrawl.core.captures import Capture, Claim, payload_key
@@ -50,6 +51,7 @@ from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links
 from raycrawl.core.media_types import is_html
+from raycrawl.core.proxy_routes import CONNECT_ERRORS
 from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan, ack_of
 from raycrawl.core.revisits import Revisit, conditional_headers, duplicate_revisit, recrawl_outcome, revisit_for
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
@@ -65,6 +67,7 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
 MAX_CONTENT_TYPE = 200  # characters of a Content-Type kept in a record (a real one is far shorter)
 MAX_VALIDATOR = 200  # ... and of an ETag or Last-Modified (sent back as they were in a recrawl)
+PRIVATE_HEADERS = frozenset({"proxy-authorization"})  # sent, never written to a WARC request record
 
 # A seam for benchmarks (benchmarks/machinery.py): "module:factory" of a responder that answers requests in process
 # instead of the network (raycrawl.testing.synthetic's). Imported by name, so the fetcher depends on no test code;
@@ -118,9 +121,10 @@ class GuardedResolver(AbstractResolver):
     reach the public one); when none is left the fetch fails with ``BlockedAddress``.
     """
 
-    def __init__(self, guard: AddressGuard, overrides: dict[str, str]) -> None:
+    def __init__(self, guard: AddressGuard, overrides: dict[str, str], trusted: frozenset[str] = frozenset()) -> None:
         self._guard = guard
         self._overrides = overrides
+        self._trusted = trusted  # names the operator gave as proxies: connected to whatever they resolve to
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
@@ -133,7 +137,8 @@ class GuardedResolver(AbstractResolver):
             addresses = [(info[0], str(info[4][0])) for info in infos]
         if not addresses:
             raise OSError(f"no address for {host}")  # (a lookup failure, worth retrying: not a refusal)
-        allowed = [(fam, address) for fam, address in dict.fromkeys(addresses) if self._guard.allowed(address)]
+        trusted = host in self._trusted
+        allowed = [(fam, a) for fam, a in dict.fromkeys(addresses) if trusted or self._guard.allowed(a)]
         if not allowed:
             raise BlockedAddress(f"{host} resolves to {addresses[0][1]}")
         flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
@@ -154,7 +159,8 @@ class _Exchange:
     request_headers: list[tuple[str, str]] = field(default_factory=list)
     reason: str = ""  # as aiohttp decoded it (bytes that are not UTF-8 as surrogate escapes)
     raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # as received
-    ip: str | None = None  # the address the response came from (WARC-IP-Address)
+    ip: str | None = None  # the address the response came from (WARC-IP-Address; not known through a proxy)
+    proxy: str | None = None  # the proxy that carried it, redacted (WARC-Proxy)
     location: str | None = None
     body: bytes = b""
 
@@ -172,13 +178,15 @@ class Fetcher:
         self._running: set[asyncio.Task[_Exchange]] = set()
         self._synthetic = responder_from_env()
         self._send = self._request if self._synthetic is None else self._answer_synthetic
+        self._egress = Egress(settings.proxies)
+        self._resolver = GuardedResolver(self._guard, dict(settings.resolve), self._egress.hostnames)
         # Made on the loop that uses it (aiohttp binds a session to its loop), before any task needs it.
         self._session = asyncio.run_coroutine_threadsafe(self._new_session(), self._loop).result(timeout=60)
 
     async def _new_session(self) -> aiohttp.ClientSession:
         s = self.settings
         connector = aiohttp.TCPConnector(
-            resolver=GuardedResolver(self._guard, dict(s.resolve)),
+            resolver=self._resolver,
             limit=MAX_CONNECTIONS,
             limit_per_host=0,  # one host's concurrency is its shard's decision, never a pool's queue
             ttl_dns_cache=DNS_CACHE_S,
@@ -202,6 +210,7 @@ class Fetcher:
         if not self._thread.is_alive():
             return
         asyncio.run_coroutine_threadsafe(self._session.close(), self._loop).result(timeout=10)
+        asyncio.run_coroutine_threadsafe(self._egress.close(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         if self._warc is not None:
@@ -341,6 +350,8 @@ class Fetcher:
                     if target is None:  # a hop that cannot be followed: robots.txt is unreachable, not absent
                         raise RedirectFailed(f"redirect from {url} has no usable Location")
                     url = target
+        except aiohttp.ClientHttpProxyError:  # the proxy refused the tunnel (407: our credentials; 5xx: the target)
+            r.error, r.transient = "ClientHttpProxyError", True
         except aiohttp.ClientResponseError as exc:  # a response aiohttp's parser refuses: the same next time
             r.error, r.transient = describe_exception(exc), False
         except aiohttp.ClientError as exc:  # (aiohttp's connect and read timeouts are TimeoutErrors too)
@@ -366,29 +377,59 @@ class Fetcher:
         host = hostname(host_key(url))
         if is_ip_literal(host) and not self._guard.allowed(host):
             raise BlockedAddress(f"{host} is not an address this crawl may connect to")
+        session, via = self._session, dict[str, Any]()
+        if r.lease.proxy >= 0:
+            if not is_ip_literal(host):  # (the target is checked where its name resolves here: the proxy connects)
+                await self._check_target(host)
+            session, via = self._egress.route(r.lease.proxy, session)
+            ex.proxy = self._egress.name(r.lease.proxy)
         r.sent_at = time.time()
         # encoded=True: the canonical URL is sent as it is (yarl would otherwise re-quote it)
         conditional = conditional_headers(r.lease.entry.known)  # (a recrawl: the earlier capture's validators)
-        async with self._session.get(
-            URL(url, encoded=True), allow_redirects=False, headers=conditional or None
-        ) as response:
-            r.responded_at = time.time()
-            r.status = response.status
-            r.transient = response.status in TRANSIENT_STATUSES
-            if r.transient:
-                r.error = f"HTTP {response.status}"  # a response, but not a usable one
-            headers = response.headers
-            r.content_type = clean_text(headers.get("Content-Type"), MAX_CONTENT_TYPE)
-            if response.status in (429, 503):
-                r.retry_at = parse_retry_after(headers.get("Retry-After"), r.responded_at)
-            ex.location = headers.get("Location")
-            r.etag = clean_text(headers.get("ETag"), MAX_VALIDATOR)
-            r.last_modified = clean_text(headers.get("Last-Modified"), MAX_VALIDATOR)
-            ex.request_headers = list(response.request_info.headers.items())
-            ex.reason = response.reason or ""
-            ex.ip = _peer_address(response)
-            ex.raw_headers = list(response.raw_headers)
-            ex.body, r.truncated = await _read_body(response, limit)
+        try:
+            async with session.get(
+                URL(url, encoded=True), allow_redirects=False, headers=conditional or None, **via
+            ) as response:
+                await self._received(response, ex, limit)
+        except (aiohttp.ClientError, TimeoutError):
+            raise
+        except Exception as exc:
+            if ex.proxy is not None and type(exc).__name__ in CONNECT_ERRORS:  # (aiohttp-socks' own)
+                raise ProxyUnreachable(type(exc).__name__) from None
+            raise
+
+    async def _check_target(self, host: str) -> None:
+        """A target behind a proxy, held to the address guard where its name resolves here (BlockedAddress); a
+        name this machine cannot resolve is the proxy's to resolve."""
+        try:
+            await self._resolver.resolve(host)
+        except OSError:
+            return
+
+    async def _received(self, response: aiohttp.ClientResponse, ex: _Exchange, limit: int) -> None:
+        r = ex.result
+        r.responded_at = time.time()
+        if response.status == 407 and ex.proxy is not None:
+            raise ProxyAuthRefused("ProxyAuthRefused")
+        r.status = response.status
+        r.transient = response.status in TRANSIENT_STATUSES
+        if r.transient:
+            r.error = f"HTTP {response.status}"  # a response, but not a usable one
+        headers = response.headers
+        r.content_type = clean_text(headers.get("Content-Type"), MAX_CONTENT_TYPE)
+        if response.status in (429, 503):
+            r.retry_at = parse_retry_after(headers.get("Retry-After"), r.responded_at)
+        ex.location = headers.get("Location")
+        r.etag = clean_text(headers.get("ETag"), MAX_VALIDATOR)
+        r.last_modified = clean_text(headers.get("Last-Modified"), MAX_VALIDATOR)
+        # (never a proxy's credentials: aiohttp puts them among the request's headers for a plain-HTTP target)
+        ex.request_headers = list(response.request_info.headers.items())
+        if ex.proxy is not None:
+            ex.request_headers = [(k, v) for k, v in ex.request_headers if k.lower() not in PRIVATE_HEADERS]
+        ex.reason = response.reason or ""
+        ex.ip = _peer_address(response) if ex.proxy is None else None  # (through a proxy: the proxy's address)
+        ex.raw_headers = list(response.raw_headers)
+        ex.body, r.truncated = await _read_body(response, limit)
 
     async def _answer_synthetic(self, url: str, ex: _Exchange, limit: int) -> None:
         """The synthetic web's answer instead of a request (``raycrawl.testing.synthetic``; never in a crawl)."""
@@ -453,7 +494,7 @@ class Fetcher:
         status = HttpStatus(r.status, _reason_bytes(ex.reason), ex.raw_headers)  # type: ignore[arg-type]
         stored = self._warc.write(
             r.lease.request_url, ex.request_headers, status, ex.body, truncated, ex.ip, r.responded_at, revisit,
-            record_id,
+            record_id, ex.proxy,
         )  # fmt: skip
         r.warc = WarcSpan("", self._warc.path.name, self._warc.head, stored.start, stored.end)
         r.warc_id, r.warc_date = stored.record_id, stored.date

@@ -145,10 +145,13 @@ class WarcSink:
         at: float | None = None,
         revisit: Revisit | None = None,
         record_id: str | None = None,
+        proxy: str | None = None,
     ) -> WrittenRecord:
         """Append a response (or, with ``revisit``, a revisit record standing for an earlier capture of the same
         payload) and its request, linked by WARC-Concurrent-To. ``at``: the capture's time (the WARC-Date);
-        ``record_id``: the response's WARC-Record-ID, when others were told it before it was written.
+        ``record_id``: the response's WARC-Record-ID, when others were told it before it was written; ``proxy``:
+        the proxy that carried the exchange, redacted (a ``WARC-Proxy`` field of the response: WARC 1.1 allows
+        fields of one's own, section 4).
         Built in memory first and appended whole: a failure while building (the fetcher's fault boundary turns
         it into the URL's error record) leaves no half record.
 
@@ -174,6 +177,8 @@ class WarcSink:
             headers["WARC-IP-Address"] = ip
         if truncated:
             headers["WARC-Truncated"] = "length"  # WARC 1.1 section 5.13
+        if proxy:
+            headers["WARC-Proxy"] = proxy
         request = _record(WarcRecordType.request, _new_record_id(), date, "application/http; msgtype=request")
         request.headers["WARC-Target-URI"] = url
         request.headers["WARC-Warcinfo-ID"] = self._warcinfo_id

@@ -6,7 +6,7 @@ defined once, here, and ``actors/settings.section`` fills it from the config by 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Query parameters that only track the visitor: dropped when URLs are canonicalised (``*`` ends a prefix).
 DEFAULT_TRACKING_PARAMS = (
@@ -43,3 +43,4 @@ class FetchSettings:
     warc_info: tuple[tuple[str, str], ...] = ()  # the fields of each WARC file's warcinfo record
     allow_private_networks: bool = False
     allow_network: tuple[str, ...] = ()
+    proxies: tuple[str, ...] = field(default=(), repr=False)  # a lease's proxy by number, credentials in (proxy_routes)

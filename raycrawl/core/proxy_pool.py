@@ -98,6 +98,11 @@ class ProxyPool:
             p.resting_until = self._clock() + self.cooldown * min(2 ** (p.rests - 1), MAX_COOLDOWN_FACTOR)
             p.streak = 0
 
+    def any_healthy(self) -> bool:
+        """Some proxy of the pool is not resting now."""
+        now = self._clock()
+        return any(p.resting_until <= now for p in self._proxies)
+
     def health(self) -> list[dict[str, Any]]:
         """Each proxy's state, for status(), stats and metrics (credentials redacted)."""
         now = self._clock()

@@ -160,6 +160,7 @@ class Lease:
     # all if that answer ends the run.
     after: int = 0
     gap: float = 0.0
+    proxy: int = -1  # the crawl's proxy that carries it (core/proxy_routes.py; -1: direct)
 
     @property
     def url(self) -> str:

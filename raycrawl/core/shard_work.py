@@ -29,6 +29,7 @@ from raycrawl.core.link_routing import LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen
 from raycrawl.core.parts import WarcLedger
 from raycrawl.core.priority import Priority
+from raycrawl.core.proxy_routes import ProxyPlan, ProxyRouter
 from raycrawl.core.queue_store import QueueStore
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry, WarcSpan, ack_of
 from raycrawl.core.recrawl import known_of
@@ -38,6 +39,7 @@ from raycrawl.core.settle import RecordRules, Settled, settle, terminal_records
 from raycrawl.core.sitemap_hints import SitemapHint, changefreq_of, score_bonus
 from raycrawl.core.stats import CrawlStats
 from raycrawl.core.traps import TrapRules
+from raycrawl.core.urls import host_key, hostname
 
 RecordSink = Callable[[list[dict[str, Any]]], None]
 FIRST_HINTS_BOUND = 1_000_000  # sitemap hints kept per shard for pages' first intervals (~200 B each)
@@ -64,6 +66,7 @@ class ShardSetup:
     revisit: RevisitPolicy = field(default_factory=RevisitPolicy)  # a continuous crawl's (core/revisit_schedule.py)
     seen_ttl: float | None = None  # the seen-set's marks expire after this (core/seen_expiry.py); None: never
     shared_politeness: str | None = None  # a per-host budget shared with other crawls: "cluster" or a redis:// URL
+    proxies: ProxyPlan = field(default_factory=ProxyPlan)  # which proxy carries which host (no credentials)
 
 
 @dataclass(slots=True)
@@ -90,6 +93,7 @@ class ShardWork:
         self.frontier = FrontierShard(shard_id, setup.frontier, setup.priority.frontier_key(), clock, store, budget)
         self.router = LinkRouter(shard_id, setup.shards, setup.partitions)
         self.scope = ScopePolicy(setup.scope, setup.seeds, setup.allow, setup.deny)
+        self.proxies = ProxyRouter(setup.proxies, clock) if setup.proxies.used else None
         self._records = records
         self._clock = clock
         self._stats = CrawlStats(started_at=0.0)  # counted since the coordinator last asked
@@ -122,6 +126,9 @@ class ShardWork:
             shard.settle_budget()  # (slots shared with other crawls go back even while this one leases nothing)
         if leases:
             self._batches[batch_id] = [lease.lease_id for lease in leases]
+            if self.proxies is not None:
+                for lease in leases:  # (a run's leases all go through the proxy its host has now)
+                    lease.proxy = self.proxies.choose(hostname(host_key(lease.entry.url)))
         summary = ShardSummary(
             leases=len(leases),
             earliest=min((lease.not_before for lease in leases), default=None),
@@ -159,6 +166,8 @@ class ShardWork:
     def settle(self, results: list[FetchResult]) -> None:
         """Ack the results, record the ones that count, and keep their links for the next ``take_shares``. A run's
         leases that were not sent go back to their queues (core/runs.py)."""
+        if self.proxies is not None:
+            results = self._reroute(results)
         if any(r.unsent for r in results):
             unsent = [r.lease.lease_id for r in results if r.unsent]
             self.frontier.give_back(unsent)
@@ -181,6 +190,27 @@ class ShardWork:
             if result.hints:
                 self._take_hints(result.hints)
         self.offer(out.links)
+
+    def _reroute(self, results: list[FetchResult]) -> list[FetchResult]:
+        """What each answer says of its proxy; a request that failed at the proxy (not reached, credentials refused)
+        goes back to its queue as never sent -- the target did not see it, so neither its attempts nor its host's
+        clock move -- while its pool has another proxy to try."""
+        assert self.proxies is not None
+        kept: list[FetchResult] = []
+        back: list[int] = []
+        for r in results:
+            host = hostname(host_key(r.lease.entry.url))
+            outcome = self.proxies.report(host, r.lease.proxy, r.status, r.error) if not r.unsent else None
+            if outcome is not None and outcome != "ok":
+                self._stats.events[f"proxy_{outcome}"] += 1
+                if outcome != "banned" and self.proxies.can_retry_elsewhere(host):
+                    back.append(r.lease.lease_id)
+                    continue
+            kept.append(r)
+        if back:
+            self.frontier.give_back(back)
+            self._stats.events["proxy_retried_elsewhere"] += len(back)
+        return kept
 
     def _schedule_again(self, visits: list[tuple[FetchResult, dict[str, Any]]]) -> None:
         """A continuous crawl: each page kept is due again after its interval (core/revisit_schedule.py), asked
@@ -288,6 +318,10 @@ class ShardWork:
         out, self._output = self._output, ShardOutput()
         self._ledger.clear()
         return out
+
+    def proxy_health(self) -> list[dict[str, Any]]:
+        """Each proxy as this shard's hosts found it (core/proxy_routes.py ``merge_health`` adds up the shards)."""
+        return self.proxies.health() if self.proxies is not None else []
 
     def counts(self) -> dict[str, int]:
         return dict(self.frontier.counters) | self.frontier.summary()

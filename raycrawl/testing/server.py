@@ -200,7 +200,7 @@ class TestWebServer:
                     "status": status,
                     "client_port": client_port,  # a new port: a new connection (keep-alive is measurable)
                 }
-                for name in ("authorization", "if-none-match", "if-modified-since"):
+                for name in ("authorization", "if-none-match", "if-modified-since", "via", "proxy-authorization"):
                     if name in headers:
                         record[name.replace("-", "_")] = headers[name]
                 record["bytes"] = length if method != "HEAD" else 0
