@@ -206,3 +206,23 @@ def test_two_crawls_frontiers_on_one_budget_never_send_to_a_host_closer_than_the
     for (_, ended, _), (start, _, _) in itertools.pairwise(sent):
         assert start >= ended + max(delays.values()) - 1e-9, (ended, start)
     assert shards["a"].counters["shared_waits"] > 0
+
+
+def test_after_a_restart_every_host_counts_as_just_asked_for_and_a_dead_crawl_is_forgotten() -> None:
+    clock = Clock()
+    budget = HostBudget(clock=clock)
+    budget.reserve("a", [Ask("old.test", 2.0)])
+    saved = budget.to_dict()
+    clock.now += 100.0  # (the snapshot is old: what was granted since is unknown)
+    again = HostBudget.from_dict(saved, clock=clock)
+    (known,) = again.reserve("b", [Ask("old.test", 2.0)])
+    (new,) = again.reserve("b", [Ask("new.test", 2.0)])
+    assert isinstance(known, Wait) and known.until == clock.now + 2.0
+    assert isinstance(new, Wait) and new.until == clock.now + 2.0
+    # a crawl found gone gives its slots back at once
+    clock.now += 2.0
+    (held,) = again.reserve("dead", [Ask("old.test", 2.0)])
+    assert isinstance(held, Grant) and again.holders() == {"dead"}
+    assert again.forget("dead") == 1 and again.holders() == set()
+    (mine,) = again.reserve("b", [Ask("old.test", 2.0)])
+    assert isinstance(mine, Wait) and mine.until == held.at + 2.0  # (its slot counted as used)

@@ -100,5 +100,5 @@ def test_a_pool_file_and_proxy_tables_in_toml(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=message):
             proxy_plan(CrawlConfig(proxy_file=str(path)), {})
     toml.write_text('[[proxy]]\npattern = "*.x.test"\n')
-    with pytest.raises(ConfigError, match="proxy: .*expected a table"):
+    with pytest.raises(ConfigError, match=r"proxy: .*expected a table"):
         read_toml(toml)

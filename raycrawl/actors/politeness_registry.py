@@ -3,34 +3,77 @@ holding the per-host budget every crawl that asks for it shares (core/host_budge
 that uses it (``--shared-politeness cluster``); shards call it once per round each (``exchange``: their releases
 and their asks in one call). With ``--shared-politeness redis://...`` the budget is kept in Redis instead
 (adapters/redis_budget.py), shared with crawls elsewhere and with processes that are not raycrawl.
+
+- **A crawl that dies gives its hosts back at once**: a crawl holding slots that has not called for
+  ``SILENT_AFTER`` seconds is looked up by its coordinator's name; gone, its slots are taken back (the budget's ttl
+  is the bound for anything this misses).
+- **Its state survives its own restart**: every ``SNAPSHOT_EVERY`` seconds of calls it saves the budget
+  (``HostBudget.to_dict``: each host's next slot and the crawls' delays) in the cluster's key-value store (the GCS's,
+  through ``ray.experimental.internal_kv``, as Ray's own libraries keep theirs), and a restarted registry starts from
+  it: reservations out at the snapshot count as ended then, so no host gets a request sooner than its delay allows.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import ray
 import redis
+from ray.exceptions import ActorUnavailableError, RayActorError
+from ray.experimental import internal_kv
 
 from raycrawl.adapters.redis_budget import RedisHostBudget
 from raycrawl.core.host_budget import Ask, BudgetClient, Grant, HostBudget, Release, Wait
 
 REGISTRY_NAME = "politeness"
-NAMESPACE = "raycrawl"
+NAMESPACE = "raycrawl"  # (the coordinators' too: a crawl's is named by its id there)
+SNAPSHOT_KEY = b"raycrawl/politeness-registry"
+SNAPSHOT_EVERY = 2.0
+REGISTRY_AWAY_S = 1.0  # a shard whose call found the registry restarting asks again after this
+SILENT_AFTER = 5.0  # seconds without a call before a crawl holding slots is looked up
 
 
 @ray.remote(num_cpus=0, max_restarts=-1)
 class PolitenessRegistry:
     def __init__(self) -> None:
-        self._budget = HostBudget()
+        saved = internal_kv._internal_kv_get(SNAPSHOT_KEY) if internal_kv._internal_kv_initialized() else None
+        self._budget = HostBudget.from_dict(json.loads(saved)) if saved else HostBudget()
+        self.restored = saved is not None
+        self._heard: dict[str, float] = {}  # crawl -> when it last called
+        self._saved_at = 0.0
+        self.forgotten: dict[str, int] = {}  # crawls found gone, and the slots taken back from each
 
     def exchange(self, crawl: str, releases: list[Release], asks: list[Ask], horizon: float) -> list[Grant | Wait]:
+        now = time.time()
+        self._heard[crawl] = now
         self._budget.release(crawl, releases)
-        return self._budget.reserve(crawl, asks, horizon)
+        answers = self._budget.reserve(crawl, asks, horizon)
+        self._look_for_the_dead(now)
+        if now - self._saved_at >= SNAPSHOT_EVERY:
+            self._saved_at = now
+            internal_kv._internal_kv_put(SNAPSHOT_KEY, json.dumps(self._budget.to_dict()).encode(), overwrite=True)
+        return answers
+
+    def _look_for_the_dead(self, now: float) -> None:
+        for crawl in self._budget.holders():
+            if now - self._heard.get(crawl, now) < SILENT_AFTER:
+                continue
+            self._heard[crawl] = now  # (looked up at most once per SILENT_AFTER)
+            try:
+                ray.get_actor(crawl, namespace=NAMESPACE)
+            except ValueError:  # no coordinator of that name: the crawl is over
+                self.forgotten[crawl] = self.forgotten.get(crawl, 0) + self._budget.forget(crawl)
+                self._heard.pop(crawl, None)
 
     def host(self, host: str) -> dict[str, float]:
         return {"in_flight": self._budget.in_flight(host), "delay": self._budget.delay(host)}
+
+    def state(self) -> dict[str, Any]:
+        """For operators and tests: whether it started from a snapshot, and the crawls it found gone."""
+        return {"restored": self.restored, "forgotten": dict(self.forgotten), "holders": sorted(self._budget.holders())}
 
 
 def registry() -> Any:
@@ -49,7 +92,11 @@ class RegistryClient:
 
     def exchange(self, releases: Sequence[Release], asks: Sequence[Ask], horizon: float) -> list[Grant | Wait]:
         call = self._actor.exchange.remote(self._crawl, list(releases), list(asks), horizon)
-        answers: list[Grant | Wait] = ray.get(call)
+        try:
+            answers: list[Grant | Wait] = ray.get(call)
+        except (ActorUnavailableError, RayActorError):  # restarting: no slot this round (the releases are moot:
+            retry = time.time() + REGISTRY_AWAY_S  # the restarted registry counts every slot out as ended)
+            return [Wait(ask.host, retry) for ask in asks]
         return answers
 
 

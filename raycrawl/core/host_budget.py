@@ -88,6 +88,8 @@ class HostBudget:
         self._hosts: dict[str, _Host] = {}
         self._next_token = 1
         self.expired = 0
+        # A host first met after a restart counts a request as made then: what happened since the snapshot is unknown
+        self._floor = float("-inf")
 
     def reserve(self, crawl: str, asks: Sequence[Ask], horizon: float = 0.0) -> list[Grant | Wait]:
         """A slot for each ask (in order; one host may be asked for more than once), or when to ask again."""
@@ -96,7 +98,7 @@ class HostBudget:
         for ask in asks:
             host = self._hosts.get(ask.host)
             if host is None:
-                host = self._hosts[ask.host] = _Host()
+                host = self._hosts[ask.host] = _Host(self._floor)
             self._expire(host, now)
             host.delays[crawl] = (ask.delay, now)
             host.concurrency[crawl] = (max(1, ask.concurrency), now)
@@ -125,6 +127,24 @@ class HostBudget:
             if host is None or host.out.pop(token, None) is None:
                 continue  # (expired already: the slot was taken back)
             host.last = max(host.last, min(ended, now))
+
+    def holders(self) -> set[str]:
+        """The crawls holding a slot now."""
+        return {crawl for host in self._hosts.values() for crawl, _ in host.out.values()}
+
+    def forget(self, crawl: str) -> int:
+        """A crawl known to have ended (its coordinator is gone): its slots come back now, not at their ttl, and its
+        delays stop counting. The slots taken back."""
+        freed = 0
+        for host in self._hosts.values():
+            mine = [token for token, (holder, _) in host.out.items() if holder == crawl]
+            for token in mine:
+                del host.out[token]
+            freed += len(mine)
+            host.delays.pop(crawl, None)
+            host.concurrency.pop(crawl, None)
+            host.waiting.pop(crawl, None)
+        return freed
 
     def _expire(self, host: _Host, now: float) -> None:
         late = [token for token, (_, expires) in host.out.items() if expires <= now]
@@ -157,10 +177,13 @@ class HostBudget:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], ttl: float = 180.0, clock: Clock = time.time) -> HostBudget:
+        """The budget as saved, every host counted as asked for right now: a snapshot is a few seconds old and what
+        was granted since is unknown (as a shard's restore counts its hosts' last request as made then)."""
         budget = cls(ttl, clock)
+        budget._floor = clock()
         budget._next_token = int(data.get("next_token", 1))
         for name, saved in data.get("hosts", {}).items():
-            host = budget._hosts[name] = _Host(float(saved["last"]))
+            host = budget._hosts[name] = _Host(max(float(saved["last"]), budget._floor))
             host.delays = {c: (float(d), float(at)) for c, (d, at) in saved.get("delays", {}).items()}
         return budget
 
