@@ -135,3 +135,31 @@ def test_a_proxy_that_wants_credentials_ends_the_pages_in_error_and_nothing_of_i
                    for rec in ArchiveIterator(io.BytesIO(data)))  # fmt: skip
     stats = json.loads((out / "stats.json").read_text())
     assert stats["proxies"][0]["failures"] >= 2 and stats["proxies"][0]["state"] == "resting"
+
+
+def test_a_host_routed_through_a_socks5_proxy_is_crawled_through_it(tmp_path: Path) -> None:
+    from raycrawl.testing.socks import Socks5Proxy
+
+    spec = WebSpec(hosts=2, pages_per_host=8, links_per_page=3, cross_host_links=0.0)
+    out = tmp_path / "out"
+    with TestWeb(spec) as web, Socks5Proxy() as socks:
+        socks_host, direct_host = web.graph.ip(0), web.graph.ip(1)
+        crawl = [
+            sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(), "--out", str(out),
+            "--delay", "0", "--allow-network", "127.0.0.0/8", "--proxy-rules", f"{socks_host}={socks.url}",
+        ]  # fmt: skip
+        done = subprocess.run(crawl, capture_output=True, text=True, timeout=600)
+        targets = list(socks.targets)
+    assert done.returncode == 0, done.stderr[-3000:]
+    reachable = set(web.graph.reachable([(h, 0) for h in range(spec.hosts)]))
+    records = read_pages(str(out))
+    assert_each_url_once(records)
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == reachable
+    assert targets and {host for host, _ in targets} == {socks_host}  # (the other host never went through it)
+    carried: dict[str, set[str | None]] = defaultdict(set)
+    for data in committed_warc(out):
+        for rec in ArchiveIterator(io.BytesIO(data)):
+            if rec.rec_type == "response":
+                ip = rec.rec_headers.get_header("WARC-Target-URI").split("/")[2].split(":")[0]
+                carried[ip].add(rec.rec_headers.get_header("WARC-Proxy"))
+    assert carried == {socks_host: {socks.url}, direct_host: {None}}
