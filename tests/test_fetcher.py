@@ -182,3 +182,23 @@ def test_no_request_leaves_before_its_slot_however_early_the_loop_wakes(
     results = fetch(FetchSettings(allow_network=allow(web)), [web.graph.url(0, p) for p in range(1, 6)], spacing=0.05)
     assert [r.status for r in results] == [200] * 5
     assert all(r.sent_at >= r.lease.not_before for r in results)
+
+
+def test_behind_a_proxy_the_target_is_still_held_to_the_address_guard(web: TestWeb, canary: list[int]) -> None:
+    from raycrawl.testing.tinyproxy import TinyProxy
+
+    with TinyProxy("guarded") as proxy:
+        settings = FetchSettings(resolve=(("evil.test", CANARY_IP),), allow_network=allow(web), proxies=(proxy.url,))
+        fetcher = Fetcher(settings)
+        now = time.time()
+        urls = [f"http://evil.test:{canary[1]}/", f"http://{CANARY_IP}:{canary[1]}/", web.graph.url(0, 0)]
+        leases = [Lease(i, 0, "page", now, now + 600, UrlEntry(url, 0), proxy=0) for i, url in enumerate(urls)]
+        try:
+            results = sorted(
+                (r for group in fetcher.fetch_stream(leases) for r in group), key=lambda r: r.lease.lease_id
+            )
+        finally:
+            fetcher.close()
+        asked = proxy.requests()
+    assert [(r.status, r.error) for r in results] == [(None, "BlockedAddress")] * 2 + [(200, None)]
+    assert canary[0] == 0 and asked == [web.graph.url(0, 0)]  # (only the allowed target reached the proxy)
