@@ -10,10 +10,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -24,6 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.testing import TestWeb, WebSpec
+from raycrawl.testing.canary import Canary
 from raycrawl.testing.hostile import CASES
 from raycrawl.testing.process import gaps_by_host
 
@@ -31,35 +30,6 @@ CANARY_IP = "127.0.0.99"
 DELAY = 0.1
 DEADLINE = 2.0
 GIB = 1 << 30
-
-
-class Canary:
-    """A loopback listener that counts every connection made to it."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind((CANARY_IP, 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._accept, daemon=True)
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            self.connections += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
 
 
 def by_host(requests: list[dict[str, Any]]) -> dict[str, list[float]]:
@@ -113,7 +83,7 @@ def _memory(pid: int, peaks: dict[int, tuple[str, int]]) -> tuple[int, int]:
 
 
 def test_the_hostile_web_is_bounded_counted_and_never_fatal(tmp_path: Path) -> None:
-    canary = Canary()
+    canary = Canary(CANARY_IP)
     spec = WebSpec(
         hosts=4,
         pages_per_host=120,

@@ -24,6 +24,8 @@ Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustne
   ``versioned-sitemap``: the same, with a sitemap (named by robots.txt) that gives each page's ``lastmod``.
 - ``sitemap``: pages that link nowhere, found only through robots.txt -> sitemap index -> sitemaps (gzip, text,
   broken, a bomb): see ``testing/sitemapweb.py``.
+- ``scripted`` / ``scripted-spin``: shells whose links only their script writes, and a page that never settles:
+  see ``testing/scripted.py``.
 - ``mirror``: every page is host 0's page of the same path, byte for byte (duplicate payloads under other URLs).
 - ``odd`` / ``odd-cut-robots``: raw bytes no well-behaved library would send, connections reset mid-body, a robots.txt
   with a BOM and a prefix group, links to be requested as written: see ``testing/odd.py``. When a client cuts a
@@ -44,7 +46,7 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import IO
 
-from raycrawl.testing import changing, hostile, odd, sitemapweb, versioned
+from raycrawl.testing import changing, hostile, odd, scripted, sitemapweb, versioned
 from raycrawl.testing.graph import WebGraph, WebSpec
 
 MAX_HEADER_BYTES = 16 * 1024
@@ -84,6 +86,11 @@ class TestWebServer:
             changed = changing.answer(path, age, self.started, spec.change_period, spec.remove_after, request or {})
             if changed is not None:
                 return (*changed, 0.0)
+        if profile in ("scripted", "scripted-spin"):
+            spin = profile == "scripted-spin"
+            built = scripted.route(path, self.spec.pages_per_host, self.spec.canary, spin)
+            if built is not None:
+                return (*built, 0.0)
         if profile == "recovering":
             down = versioned.recovering(path, versioned.revision(self.spec.revision_file))
             if down is not None:

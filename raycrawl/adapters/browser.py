@@ -1,0 +1,371 @@
+"""Rendering a fetched page in headless Chromium, through Playwright's async API (issue 35).
+
+The browser never touches the network itself:
+
+- the page's document is the response the fetch worker already has (``route.fulfill``: no second request);
+- every request its scripts make is intercepted (``context.route``), decided by ``core/render_jobs.py`` (the page's
+  own host, scripts and data only, within a count), and sent by this process with aiohttp through the fetcher's
+  address guard (an address this crawl may not reach is refused where the name resolves), one at a time, each
+  after the host's delay from the end of the one before -- the frontier's rule, so the server sees one polite
+  client; the answer is handed to the browser;
+- what is not intercepted (a WebSocket, the browser's own background traffic) meets a proxy that is not there
+  (``--proxy-server`` at a closed loopback port, loopback included): it goes nowhere.
+
+A browser is replaced after ``render_restart_pages`` pages or past ``render_max_memory_mb``; one that dies under a
+page (crash, killed) is replaced and the page tried once more, then ends with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import psutil
+from playwright.async_api import Browser, Playwright, Route, async_playwright
+from playwright.async_api import Error as PlaywrightError
+
+from raycrawl.adapters.fetcher import AddressGuard, BlockedAddress, GuardedResolver, sleep_until
+from raycrawl.core.addresses import is_ip_literal
+from raycrawl.core.fetch_settings import FetchSettings
+from raycrawl.core.render_jobs import RenderJob, RenderOutcome, RenderSettings, subresource_verdict
+from raycrawl.core.runs import gap_after
+
+# Where Debian's chromium package puts the browser itself (/usr/bin/chromium is a shell script around it).
+CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome")
+DEAD_PROXY = "http://127.0.0.1:9"  # (the discard port: nothing that escapes interception gets anywhere)
+SETTLE_POLL_S = 0.05
+CONTENT_TIMEOUT_MS = 5000.0  # reading the DOM of a page that did not settle
+MEMORY_CHECK_EVERY = 10  # pages between two looks at the browsers' memory
+FORWARDED_HEADERS = frozenset({"accept", "accept-language", "referer", "x-requested-with"})
+DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length", "connection"})
+
+
+class BrowserUnavailable(RuntimeError):
+    """No Chromium to start (its path, and how to install one, in the message)."""
+
+
+def chromium_path(configured: str = "") -> str:
+    """The Chromium executable: the configured one, or the system's."""
+    for candidate in (configured,) if configured else CHROMIUM_CANDIDATES:
+        found = candidate if os.path.isabs(candidate) and os.access(candidate, os.X_OK) else shutil.which(candidate)
+        if found:
+            return found
+    raise BrowserUnavailable(
+        f"no Chromium at {configured!r}"
+        if configured
+        else "no Chromium found: apt-get install chromium (or give its path with --render-browser)"
+    )
+
+
+def _netloc(url: str) -> str:
+    return urlsplit(url).netloc.lower()
+
+
+class _BrowserGone(Exception):
+    """The browser died (or was closed) under a page."""
+
+
+@dataclass(slots=True)
+class _Browser:
+    browser: Browser
+    pages: int = 0  # rendered on it
+    active: int = 0  # rendering now
+    retired: bool = False  # no new page: closed when the last one ends
+
+
+@dataclass(slots=True)
+class _PageState:
+    """One render's bookkeeping: the host's clock, the requests in flight and what was blocked."""
+
+    job: RenderJob
+    page_host: str
+    free_at: float  # the host's next request not before this (wall clock)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one request at a time to the host
+    document_served: bool = False
+    sent: int = 0
+    last_end: float = 0.0
+    inflight: int = 0
+    quiet_since: float = field(default_factory=time.monotonic)
+    blocked: Counter[str] = field(default_factory=Counter)
+
+
+class Renderer:
+    """Headless Chromium for one process (a render actor): ``render(job)`` at most ``render_pages`` at a time."""
+
+    def __init__(self, settings: RenderSettings, fetch: FetchSettings) -> None:
+        self.settings = settings
+        self.fetch = fetch
+        self._guard = AddressGuard(fetch)
+        self._resolver = GuardedResolver(self._guard, dict(fetch.resolve))
+        self._executable = chromium_path(settings.render_browser)
+        self._playwright: Playwright | None = None
+        self._current: _Browser | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self._launching: asyncio.Lock | None = None
+        self.rendered = 0
+        self.restarts = 0  # browsers replaced after dying
+        self.replaced = 0  # browsers replaced by the page or memory bound
+
+    async def start(self) -> None:
+        """Start Playwright and a first browser (a render actor is ready when this returns)."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.settings.render_pages)
+            self._launching = asyncio.Lock()
+        await self._browser()
+
+    async def close(self) -> None:
+        if self._current is not None:
+            await self._close(self._current)
+            self._current = None
+        if self._session is not None:
+            await self._session.close()
+        if self._playwright is not None:
+            await self._playwright.stop()
+            self._playwright = None
+
+    async def render(self, job: RenderJob) -> RenderOutcome:
+        """Render one page, tried again once on a new browser if its browser dies; never raises."""
+        await self.start()
+        assert self._slots is not None
+        async with self._slots:
+            started = time.monotonic()
+            free_at, reason = job.not_before, ""
+            for attempt in range(2):
+                try:
+                    handle = await self._browser()
+                except (PlaywrightError, OSError) as exc:
+                    return RenderOutcome(reason=f"browser could not start: {_short(exc)}", restarts=attempt)
+                state = _PageState(job, _netloc(job.url), free_at)
+                handle.active += 1
+                try:
+                    outcome = await self._render_on(handle, state, started)
+                except _BrowserGone as exc:
+                    reason, free_at = str(exc), max(free_at, state.free_at)
+                    self.restarts += 1
+                    handle.retired = True
+                    continue
+                finally:
+                    handle.active -= 1
+                    handle.pages += 1
+                    await self._after_page(handle)
+                outcome.restarts = attempt
+                self.rendered += 1
+                return outcome
+            return RenderOutcome(
+                reason=f"browser died twice under the page: {reason}",
+                total_ms=(time.monotonic() - started) * 1000,
+                host_free_at=free_at if free_at > job.not_before else 0.0,
+                restarts=2,
+            )
+
+    # --- one page ---------------------------------------------------------------------------------------
+
+    async def _render_on(self, handle: _Browser, state: _PageState, started: float) -> RenderOutcome:
+        s = self.settings
+        crashed: list[str] = []
+        if not handle.browser.is_connected():
+            raise _BrowserGone("the browser was gone before the page")
+        try:
+            context = await handle.browser.new_context(
+                user_agent=self.fetch.user_agent, service_workers="block", java_script_enabled=True
+            )
+        except PlaywrightError as exc:
+            raise _BrowserGone(_short(exc)) from None
+        outcome = RenderOutcome()
+        try:
+            await context.route("**/*", lambda route: self._route(route, state))
+            page = await context.new_page()
+            page.on("crash", lambda _: crashed.append("the page crashed"))
+            deadline = started + s.render_timeout
+            try:
+                await page.goto(state.job.url, wait_until="load", timeout=max(1.0, deadline - time.monotonic()) * 1000)
+                outcome.load_ms = (time.monotonic() - started) * 1000
+                state.quiet_since = time.monotonic()
+                while not (state.inflight == 0 and time.monotonic() - state.quiet_since >= s.render_settle):
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError
+                    if crashed or not handle.browser.is_connected():
+                        raise _BrowserGone(crashed[0] if crashed else "the browser died")
+                    await asyncio.sleep(SETTLE_POLL_S)
+                outcome.settled, outcome.reason = True, "settled"
+            except (TimeoutError, PlaywrightError) as exc:
+                if crashed or not handle.browser.is_connected():
+                    raise _BrowserGone(crashed[0] if crashed else f"the browser died: {_short(exc)}") from None
+                if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+                    outcome.reason = f"did not settle within {s.render_timeout:g} s"
+                else:
+                    outcome.reason = f"render failed: {_short(exc)}"
+            try:  # (the DOM as it is, settled or not: a page that never settles still has what it built)
+                outcome.html = await asyncio.wait_for(page.content(), CONTENT_TIMEOUT_MS / 1000)
+                if s.render_screenshots:
+                    outcome.screenshot = await page.screenshot(type="png", timeout=CONTENT_TIMEOUT_MS)
+            except (TimeoutError, PlaywrightError) as exc:
+                if crashed or not handle.browser.is_connected():
+                    raise _BrowserGone(crashed[0] if crashed else f"the browser died: {_short(exc)}") from None
+                outcome.html = None
+                if outcome.settled:
+                    outcome.settled, outcome.reason = False, f"the DOM could not be read: {_short(exc)}"
+        finally:
+            await _quietly(context.close())
+        outcome.total_ms = (time.monotonic() - started) * 1000
+        outcome.requests, outcome.blocked = state.sent, dict(state.blocked)
+        outcome.host_free_at = state.free_at if state.sent else 0.0
+        return outcome
+
+    async def _route(self, route: Route, state: _PageState) -> None:
+        """Every request the page makes: its document from the job, its scripts' requests sent here, or refused."""
+        request = route.request
+        try:
+            if not state.document_served and request.is_navigation_request() and request.frame.parent_frame is None:
+                state.document_served = True
+                job = state.job
+                await route.fulfill(status=job.status, headers=dict(job.headers), body=job.body)
+                return
+            url = request.url
+            host = urlsplit(url).hostname or ""
+            refused = "address" if is_ip_literal(host) and not self._guard.allowed(host) else None
+            refused = refused or subresource_verdict(
+                request.method, request.resource_type, _netloc(url), state.page_host, state.sent,
+                self.settings.render_max_requests,
+            )  # fmt: skip
+            if refused is None and request.is_navigation_request():
+                refused = "navigation"
+            if refused is not None:
+                state.blocked[refused] += 1
+                await route.abort("blockedbyclient")
+                return
+            state.inflight += 1
+            try:
+                answer = await self._send(url, request.headers, state)
+            finally:
+                state.inflight -= 1
+                state.quiet_since = time.monotonic()
+            if answer is None:
+                await route.abort("failed")
+            else:
+                status, headers, body = answer
+                await route.fulfill(status=status, headers=headers, body=body)
+        except PlaywrightError:
+            return  # (the page or browser went away meanwhile: the render sees it)
+
+    async def _send(
+        self, url: str, asked: dict[str, str], state: _PageState
+    ) -> tuple[int, dict[str, str], bytes] | None:
+        """A subresource request of the page's host, in its turn; None if it failed (the browser is told so)."""
+        job, f = state.job, self.fetch
+        headers = {k: v for k, v in asked.items() if k.lower() in FORWARDED_HEADERS}
+        session = await self._http()
+        async with state.lock:
+            await sleep_until(state.free_at)
+            state.sent += 1
+            sent_at = time.time()
+            try:
+                async with asyncio.timeout(f.fetch_deadline):
+                    async with session.get(url, headers=headers, allow_redirects=False) as response:
+                        body = await _bounded(response, f.max_body_bytes)
+                        kept = {k: v for k, v in response.headers.items() if k.lower() not in DROPPED_HEADERS}
+                        status = response.status
+            except BlockedAddress:
+                state.sent -= 1
+                state.blocked["address"] += 1
+                return None
+            except (aiohttp.ClientError, TimeoutError, OSError, ValueError):
+                state.blocked["failed"] += 1
+                return None
+            finally:
+                ended = time.time()
+                state.last_end = ended
+                state.free_at = ended + gap_after(job.gap, job.delay_factor, job.max_delay, ended - sent_at)
+        return status, kept, body
+
+    # --- browsers -----------------------------------------------------------------------------------------
+
+    async def _http(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(resolver=self._resolver, limit=64, limit_per_host=0)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self.fetch.timeout, sock_read=self.fetch.timeout
+                ),
+                cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=False,
+                headers={"User-Agent": self.fetch.user_agent},
+            )
+        return self._session
+
+    async def _browser(self) -> _Browser:
+        assert self._launching is not None
+        async with self._launching:
+            current = self._current
+            if current is not None and not current.retired and current.browser.is_connected():
+                return current
+            if current is not None:
+                current.retired = True
+                if current.active == 0:
+                    await self._close(current)
+            if self._playwright is None:
+                self._playwright = await async_playwright().start()
+            browser = await self._playwright.chromium.launch(
+                executable_path=self._executable,
+                headless=True,
+                args=[f"--proxy-server={DEAD_PROXY}", "--proxy-bypass-list=<-loopback>", "--disable-gpu"],
+            )
+            self._current = _Browser(browser)
+            return self._current
+
+    async def _after_page(self, handle: _Browser) -> None:
+        s = self.settings
+        if not handle.retired and (
+            handle.pages >= s.render_restart_pages
+            or (handle.pages % MEMORY_CHECK_EVERY == 0 and _browser_memory_mb() > s.render_max_memory_mb)
+        ):
+            handle.retired = True
+            self.replaced += 1
+        if handle.retired and handle.active == 0:
+            await self._close(handle)
+
+    async def _close(self, handle: _Browser) -> None:
+        await _quietly(handle.browser.close())
+
+
+def _browser_memory_mb() -> float:
+    """Resident memory of this process's browsers (every Chromium process under it), in MB."""
+    total = 0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in child.name().lower():
+                total += child.memory_info().rss
+        except psutil.Error:
+            continue
+    return total / 1e6
+
+
+async def _bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        chunks.append(chunk[: limit - size])
+        size += len(chunks[-1])
+        if size >= limit:
+            break
+    return b"".join(chunks)
+
+
+async def _quietly(closing: Any) -> None:
+    with contextlib.suppress(PlaywrightError, TimeoutError, OSError):
+        await asyncio.wait_for(closing, 10)
+
+
+def _short(exc: BaseException) -> str:
+    """An exception in one line (Playwright's messages carry a call log after the first)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__

@@ -1,0 +1,123 @@
+"""Rendering without Ray (adapters/browser.py): Debian's Chromium through Playwright, on the scripted test web.
+
+What is asserted is what the server saw (each request the page's script made, spaced by the host's delay; no
+second request for the page) and what the render gave (the links its script wrote, what it refused and why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from raycrawl.adapters.browser import Renderer
+from raycrawl.core.fetch_settings import FetchSettings
+from raycrawl.core.render_jobs import RenderJob, RenderOutcome, RenderSettings
+from raycrawl.testing import TestWeb, WebSpec
+from raycrawl.testing.canary import Canary
+from raycrawl.testing.process import gaps_by_host
+
+GAP = 0.3
+CANARY_IP = "127.0.0.97"
+
+
+@pytest.fixture(scope="module")
+def canary() -> Iterator[Canary]:
+    with Canary(CANARY_IP) as canary:
+        yield canary
+
+
+@pytest.fixture(scope="module")
+def web(canary: Canary) -> Iterator[TestWeb]:
+    spec = WebSpec(hosts=2, pages_per_host=7, profiles=("scripted", "scripted-spin"), canary=canary.address)
+    with TestWeb(spec) as web:
+        yield web
+
+
+def fetch_settings(web: TestWeb) -> FetchSettings:
+    return FetchSettings(user_agent="raycrawl-test/1", allow_network=tuple(f"{web.graph.ip(h)}/32" for h in (0, 1)))
+
+
+def job_for(url: str) -> RenderJob:
+    """The page as a fetch worker would hand it over: fetched once, here, its host's next request a gap later."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body = response.read()
+        headers = list(response.headers.items())
+        status, reason = response.status, response.reason
+    return RenderJob(url, status, reason, headers, body, not_before=time.time() + GAP, gap=GAP)
+
+
+def render(settings: RenderSettings, web: TestWeb, urls: list[str], during: float | None = None) -> list[RenderOutcome]:
+    """Render each URL in turn with one Renderer; with ``during``, every Chromium under this process is killed
+    that many seconds after the first render starts."""
+
+    async def main() -> list[RenderOutcome]:
+        renderer = Renderer(settings, fetch_settings(web))
+        try:
+            await renderer.start()
+            killer = threading.Timer(during, kill_browsers) if during is not None else None
+            if killer is not None:
+                killer.start()
+            try:
+                return [await renderer.render(job_for(url)) for url in urls]
+            finally:
+                if killer is not None:
+                    killer.cancel()
+        finally:
+            await renderer.close()
+
+    return asyncio.run(main())
+
+
+def kill_browsers() -> None:
+    for child in psutil.Process().children(recursive=True):
+        if "chrom" in child.name().lower():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child.pid, signal.SIGKILL)
+
+
+def requests_to(web: TestWeb, host: int, since: float) -> list[dict[str, object]]:
+    return [r for r in web.requests() if r["ip"] == web.graph.ip(host) and float(r["t"]) >= since]  # type: ignore[arg-type]
+
+
+def test_a_shell_is_rendered_from_the_response_it_was_given(web: TestWeb, canary: Canary) -> None:
+    started = time.time()
+    [outcome] = render(RenderSettings(), web, [web.graph.url(0, 0)])
+    assert outcome.settled and outcome.reason == "settled", outcome
+    assert outcome.html is not None and 'href="/p/1"' in outcome.html and 'href="/p/2"' in outcome.html
+    seen = requests_to(web, 0, started)
+    # The page once (our own fetch, standing for the fetch worker's), then what its script asked for, in turn.
+    assert [r["path"] for r in seen] == ["/", "/app.js", "/data/0.json"]
+    assert all(r["ua"] == "raycrawl-test/1" for r in seen[1:])  # (the first is this test's own)
+    assert min(gaps_by_host(seen)[web.graph.ip(0)]) >= GAP  # (the page's own request counts: the job's not_before)
+    assert outcome.requests == 2
+    # The image is not a type a crawl loads; the canary and the private address are refused by the guard.
+    assert outcome.blocked == {"type": 1, "address": 2}
+    assert canary.connections == 0
+    assert outcome.host_free_at >= float(seen[-1]["t"]) + GAP  # type: ignore[arg-type]
+
+
+def test_a_page_that_never_settles_ends_at_the_bound_with_its_reason(web: TestWeb) -> None:
+    started = time.time()
+    [outcome] = render(RenderSettings(render_timeout=3.0), web, [web.graph.url(1, 0).rstrip("/") + "/spin"])
+    assert not outcome.settled and outcome.reason == "did not settle within 3 s", outcome
+    assert outcome.html is not None and "spinning" in outcome.html  # (the DOM as it was at the bound)
+    assert 3000 <= outcome.total_ms < 10_000
+    ticks = [r for r in requests_to(web, 1, started) if str(r["path"]).startswith("/tick")]
+    assert 3 <= len(ticks) == outcome.requests - 1  # (its script asks every 200 ms; the host's delay spaces them)
+    assert min(gaps_by_host(requests_to(web, 1, started))[web.graph.ip(1)]) >= GAP
+
+
+def test_a_browser_killed_under_a_page_is_replaced_and_the_page_tried_once_more(web: TestWeb) -> None:
+    spin = web.graph.url(1, 0).rstrip("/") + "/spin"
+    outcomes = render(RenderSettings(render_timeout=3.0), web, [spin, web.graph.url(0, 1)], during=1.5)
+    assert outcomes[0].restarts == 1 and outcomes[0].reason == "did not settle within 3 s", outcomes[0]
+    assert outcomes[1].settled and outcomes[1].html is not None and 'href="/p/3"' in outcomes[1].html
