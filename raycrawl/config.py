@@ -30,6 +30,9 @@ from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import parse_rule
 from raycrawl.core.proxy_routes import check_proxy_url
 from raycrawl.core.proxy_routes import parse_rule as parse_proxy_rule
+from raycrawl.core.render_jobs import RenderSettings
+from raycrawl.core.render_rules import RenderMode
+from raycrawl.core.render_rules import parse_rule as parse_render_rule
 from raycrawl.core.revisit_schedule import RevisitPolicy, ScheduleKind, parse_duration
 from raycrawl.core.revisit_schedule import parse_rule as parse_revisit_rule
 from raycrawl.core.robots_txt import product_token
@@ -130,6 +133,18 @@ class CrawlConfig:
     proxy_file: str | None = None  # one proxy URL a line (read where the crawl starts)
     proxy_rules: tuple[str, ...] = ()  # HOST_PATTERN=none|pool|PROXY_URL [PROXY_URL ...], first match wins
     proxy_cooldown: float = 60.0  # a proxy failing 3 times in a row rests this long (doubling each time)
+    # Pages that need a browser (core/render_rules.py, core/render_jobs.py): which, and the render pool
+    render: RenderMode = "never"
+    render_rules: tuple[str, ...] = ()  # URL_PATTERN=always|never|auto, first match wins
+    render_workers: int = _default(RenderSettings, "render_workers")
+    render_pages: int = _default(RenderSettings, "render_pages")
+    render_timeout: float = _default(RenderSettings, "render_timeout")
+    render_settle: float = _default(RenderSettings, "render_settle")
+    render_max_requests: int = _default(RenderSettings, "render_max_requests")
+    render_restart_pages: int = _default(RenderSettings, "render_restart_pages")
+    render_max_memory_mb: int = _default(RenderSettings, "render_max_memory_mb")
+    render_browser: str = _default(RenderSettings, "render_browser")
+    render_screenshots: bool = _default(RenderSettings, "render_screenshots")
     warc: bool = True
     checkpoint_interval: float = _default(LoopSettings, "checkpoint_interval")
     redis_url: str | None = None
@@ -263,6 +278,17 @@ def _validate(cfg: CrawlConfig) -> None:
         except ValueError as exc:
             raise ConfigError(f"proxy_rules: {exc}", "proxy_rules") from None
     need(cfg.proxy_cooldown >= 1, "proxy_cooldown", "a duration of at least 1s, e.g. 60s or 10m")
+    for rule in cfg.render_rules:
+        try:
+            parse_render_rule(rule)
+        except ValueError as exc:
+            raise ConfigError(f"render_rules: {exc}", "render_rules") from None
+    for name in ("render_workers", "render_pages", "render_restart_pages"):
+        need(getattr(cfg, name) >= 1, name, "a whole number >= 1")
+    need(cfg.render_max_requests >= 0, "render_max_requests", "a whole number >= 0")
+    need(cfg.render_max_memory_mb >= 64, "render_max_memory_mb", "megabytes >= 64")
+    need(cfg.render_timeout >= 1, "render_timeout", "a duration of at least 1s, e.g. 20s")
+    need(0 <= cfg.render_settle < cfg.render_timeout, "render_settle", "a duration shorter than render_timeout")
     for rule in cfg.revisit_rules:
         try:
             _, seconds = parse_revisit_rule(rule)
@@ -312,7 +338,10 @@ def _field_types() -> dict[str, Any]:
 
 
 # Settings that are durations: seconds, or 90s, 10m, 6h, 7d
-DURATIONS = frozenset({"revisit_after", "revisit_min", "revisit_max", "rollover", "seen_ttl", "proxy_cooldown"})
+DURATIONS = frozenset(
+    {"revisit_after", "revisit_min", "revisit_max", "rollover", "seen_ttl", "proxy_cooldown", "render_timeout",
+     "render_settle"}
+)  # fmt: skip
 PYTHON_ONLY = frozenset(
     {"filesystem", "score", "egress"}
 )  # no flag, TOML key or environment variable: an object, not text
@@ -438,6 +467,12 @@ def read_toml(path: str | os.PathLike[str], sources: dict[str, str] | None = Non
             rules = [_sourced(lambda table=table: _revisit_rule(table), where) for table in value]
             out["revisit_rules"] = coerce("revisit_rules", rules)
             value = out.get("revisit", True)
+        if key == "render" and isinstance(value, list) and all(isinstance(t, dict) for t in value):
+            # [[render]] tables: per-pattern rules (the crawl's own mode is --render, or render_rules' catch-all)
+            value = [_sourced(lambda table=table: _render_rule(table), where) for table in value]
+            key = "render_rules"
+            if sources is not None:
+                sources[key] = where
         if key == "proxy" and isinstance(value, list) and value and all(isinstance(t, dict) for t in value):
             # [[proxy]] tables: per-host rules (the default pool is --proxy, or a proxy = [...] list)
             rules = [_sourced(lambda table=table: _proxy_rule(table), where) for table in value]
@@ -456,6 +491,16 @@ def _revisit_rule(table: dict[str, Any]) -> str:
         raise ConfigError(f"revisit: {table!r}: expected a table with pattern (a regular expression) and every (a"
                           " duration such as 1h)", "revisit_rules")  # fmt: skip
     return f"{pattern}={every}"
+
+
+def _render_rule(table: dict[str, Any]) -> str:
+    """A ``[[render]]`` table (``pattern = "..."``, ``mode = "always" | "never" | "auto"``) as the rule text the other
+    layers use."""
+    pattern, mode = table.get("pattern"), table.get("mode")
+    if not isinstance(pattern, str) or not isinstance(mode, str) or set(table) - {"pattern", "mode"}:
+        raise ConfigError(f"render: {table!r}: expected a table with pattern (a regular expression) and mode (always,"
+                          " never or auto)", "render_rules")  # fmt: skip
+    return f"{pattern}={mode}"
 
 
 def _proxy_rule(table: dict[str, Any]) -> str:

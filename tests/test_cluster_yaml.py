@@ -46,9 +46,14 @@ def test_cluster_resources_agree_with_what_tasks_and_actors_request() -> None:
     # ... so fetch tasks (which ask for fetch_task_cpus CPU each) can only run on worker nodes: pending fetch
     # work is what makes the autoscaler add them, and idle ones go after idle_timeout_minutes.
     assert fetch_batch._default_options.get("max_retries") == 0  # (num_cpus is set per launch from the config)
+    from raycrawl.actors.render import BROWSER_RESOURCE, RenderActor
+
     for node in workers.values():
-        assert node["resources"]["CPU"] >= fetch_cpus
+        # (browser nodes hold render actors, which ask for a browser and no CPU: they offer none to fetch tasks)
+        assert node["resources"]["CPU"] >= fetch_cpus or node["resources"].get(BROWSER_RESOURCE, 0) >= 1
         assert node["max_workers"] >= node["min_workers"] >= 0
+    assert RenderActor._default_options.get("num_cpus") == 0
+    assert any(t["resources"].get(BROWSER_RESOURCE, 0) >= 1 and t["resources"]["CPU"] == 0 for t in workers.values())
     assert 0 < config["idle_timeout_minutes"] <= 30
     assert sum(t["max_workers"] for t in workers.values()) <= config["max_workers"]
     # Every node installs raycrawl; the head runs Redis for checkpoints, reachable from the other nodes.

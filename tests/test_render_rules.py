@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from raycrawl.config import CrawlConfig, read_toml
 from raycrawl.core.render_rules import RenderRules, looks_like_shell
+from raycrawl.errors import ConfigError
 
 SHELLS = {
     "react": '<html><head><script src="/static/js/main.3f2a.js"></script></head><body><div id="root"></div></body>',
@@ -64,3 +68,24 @@ def test_rules_decide_per_url_the_first_match_winning() -> None:
 def test_any_text_gets_a_verdict(text: str) -> None:
     verdict = looks_like_shell(text)
     assert verdict.reason and verdict.text_chars >= 0 and verdict.links >= 0
+
+
+def test_render_tables_in_toml_and_bad_values(tmp_path: Path) -> None:
+    toml = tmp_path / "crawl.toml"
+    toml.write_text(
+        'render_timeout = "30s"\n[[render]]\npattern = "^https://app\\\\.test/"\nmode = "auto"\n'
+        '[[render]]\npattern = "/static/"\nmode = "never"\n'
+    )
+    cfg = CrawlConfig(**read_toml(toml))
+    assert cfg.render_rules == ("^https://app\\.test/=auto", "/static/=never") and cfg.render_timeout == 30.0
+    rules = RenderRules.of(cfg.render, cfg.render_rules)
+    assert (
+        rules.ever and rules.mode_for("https://app.test/x") == "auto" and rules.mode_for("https://b.test/") == "never"
+    )
+    toml.write_text('[[render]]\npattern = "x"\nhow = "always"\n')
+    with pytest.raises(ConfigError, match=r"render: .*expected a table"):
+        read_toml(toml)
+    for bad, key in (({"render_rules": ("x=sometimes",)}, "render_rules"), ({"render_workers": 0}, "render_workers"),
+                     ({"render_settle": 30.0}, "render_settle"), ({"render": "maybe"}, "render")):  # fmt: skip
+        with pytest.raises(ConfigError, match=key):
+            CrawlConfig(**bad)  # type: ignore[arg-type]

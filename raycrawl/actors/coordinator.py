@@ -40,7 +40,15 @@ from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.output_cut import OutputLost, OutputParts, OutputUnwritable
 from raycrawl.actors.placement import ACTOR_LOST, Placement
-from raycrawl.actors.settings import crawl_id_of, fetch_settings, loop_settings, shard_setup
+from raycrawl.actors.render import RenderPool
+from raycrawl.actors.settings import (
+    crawl_id_of,
+    fetch_settings,
+    loop_settings,
+    render_rules,
+    render_settings,
+    shard_setup,
+)
 from raycrawl.adapters.output import page_parts
 from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 from raycrawl.config import CrawlConfig, saved_settings
@@ -96,8 +104,11 @@ class Coordinator:
         self.capacity = ClusterCapacity(cfg.fetch_task_cpus, cfg.max_tasks_in_flight)
         self.capacity.look()
         self._placement.keep_on_head = self.capacity.autoscaler  # (nodes an autoscaler removes hold no actor)
-        self.crew = self._new_crew()
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer, self.egress)
+        # Browsers for the pages that need one (actors/render.py): started before the crawl, or the crawl does not
+        # start (no Chromium where they run is the operator's to fix, not a thousand error records).
+        self.render_pool = RenderPool(render_settings(cfg), self.fetch_settings) if render_rules(cfg).ever else None
+        self.crew = self._new_crew()
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)
         self.metrics = CrawlMetrics(self.crawl_id)
         self.loop = CrawlLoop(loop_settings(cfg), self.num_shards)
@@ -114,11 +125,15 @@ class Coordinator:
         self._proxy_health: list[dict[str, Any]] | None = None  # ... and each proxy's health (with proxies)
         self._retry_requested: frozenset[str] | None = None  # retry_errors() of a running crawl: these outcomes
         self._final: dict[str, Any] | None = None  # the summary run() returned (for clients attached by name)
+        self._render_stats: dict[str, int] | None = None  # the render pool's counters when it closed
 
     def _new_crew(self) -> Crew:
         setup = shard_setup(self.cfg, self.seeds, self.num_shards, self.num_partitions, self.out_dir, self.crawl_id)
         setup = dataclasses.replace(setup, proxies=self.egress.without_secrets())
-        crew = Crew(cast(Any, FrontierShardActor), cast(Any, DedupActor), setup, self._dedup_args(), self._placement)
+        renderers = self.render_pool.actors if self.render_pool is not None else []
+        crew = Crew(
+            cast(Any, FrontierShardActor), cast(Any, DedupActor), setup, self._dedup_args(), self._placement, renderers
+        )
         crew.add_scope_hosts(self.scope.seed_hosts())
         return crew
 
@@ -245,6 +260,9 @@ class Coordinator:
         finally:
             self.output.close()
             self.capacity.withdraw()
+            if self.render_pool is not None:
+                self._render_stats = self.render_pool.stats()
+                self.render_pool.close()
         self._finished = self.loop.user_stop is None
         summary = self._summary()
         self._write_stats(summary)
@@ -516,7 +534,14 @@ class Coordinator:
                 )
             ),
             "demand": self.capacity.view(len(self.loop.tasks)),
+            **self._render_summary(),
         }
+
+    def _render_summary(self) -> dict[str, Any]:
+        if self.render_pool is None:
+            return {}
+        pool = self._render_stats if self._render_stats is not None else self.render_pool.stats()
+        return {"render": pool | {"workers": len(self.render_pool.actors)}}
 
     def _write_stats(self, summary: dict[str, Any]) -> None:
         problem = reporting.write_summary(self.output.storage, summary)

@@ -34,8 +34,10 @@ class Crew:
         setup: ShardSetup,
         dedup: tuple[str, int, float],
         placement: Placement | None = None,
+        renderers: list[Any] | None = None,
     ) -> None:
         self.setup = setup
+        self.renderers = renderers or []  # the render pool's actors (actors/render.py), made by the coordinator
         self._shard_class, self._dedup_class = shard_class, dedup_class
         kind, capacity, error_rate = dedup
         self._dedup_args = (kind, max(1000, capacity // setup.partitions), error_rate)
@@ -48,9 +50,9 @@ class Crew:
         self.partitions: list[Any] = actors[setup.shards :]
         self.nodes: list[str] = nodes  # the node of each shard, then of each partition
         ray.get([s.connect.remote(self.shards, self.partitions) for s in self.shards])
-        # The handles fetch tasks take (shards for results, partitions for payload claims): put once, since
-        # pickling actor handles for every task costs; again when a partition is rebuilt.
-        self.handles = ray.put((self.shards, self.partitions))
+        # The handles fetch tasks take (shards for results, partitions for payload claims, render actors for pages
+        # to render): put once, since pickling actor handles for every task costs; again when a partition is rebuilt.
+        self.handles = ray.put((self.shards, self.partitions, self.renderers))
 
     def _shard_maker(self, shard_id: int) -> ActorMaker:
         return lambda place: self._shard_class.options(scheduling_strategy=place).remote(shard_id, self.setup)
@@ -110,7 +112,7 @@ class Crew:
                 calls.append(self.partitions[p].add_new.remote(logged))
         ray.get(calls)
         ray.get([s.set_partition.remote(p, self.partitions[p]) for p in dead for s in self.shards])
-        self.handles = ray.put((self.shards, self.partitions))
+        self.handles = ray.put((self.shards, self.partitions, self.renderers))
 
     def dead_partitions(self) -> list[int]:
         refs = [p.stats.remote() for p in self.partitions]

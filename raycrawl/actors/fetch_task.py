@@ -22,6 +22,7 @@ from typing import Any
 import ray
 from ray.exceptions import GetTimeoutError, RayError
 
+from raycrawl.actors.render import RenderCaller
 from raycrawl.adapters.fetcher import Fetcher, fetcher_for
 from raycrawl.core.captures import Capture, split_claims
 from raycrawl.core.fetch_settings import FetchSettings
@@ -38,10 +39,11 @@ CLAIM_TIMEOUT = 30.0  # seconds a partition may take to answer a batch's payload
 
 @ray.remote(max_retries=0)
 def fetch_batch(
-    settings: FetchSettings, epoch: int, handles: tuple[list[Any], list[Any]], *batches: list[Lease]
+    settings: FetchSettings, epoch: int, handles: tuple[list[Any], list[Any], list[Any]], *batches: list[Lease]
 ) -> int:
-    shards, partitions = handles
+    shards, partitions, renderers = handles
     fetcher = fetcher_for(settings)
+    fetcher.renderer = RenderCaller(renderers) if renderers else None  # (the crawl's render pool: actors/render.py)
     hold = settings.revisit_duplicates and bool(partitions)
     node_id = ray.get_runtime_context().get_node_id()
     node = node_id[:NODE_ID_CHARS]

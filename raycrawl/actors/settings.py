@@ -16,6 +16,8 @@ from raycrawl.core.frontier import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import Priority
 from raycrawl.core.proxy_routes import ProxyPlan
+from raycrawl.core.render_jobs import RenderSettings, render_bound
+from raycrawl.core.render_rules import RenderRules
 from raycrawl.core.revisit_schedule import RevisitPolicy
 from raycrawl.core.robots import product_token
 from raycrawl.core.settle import RecordRules
@@ -56,7 +58,11 @@ def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:
         policy=section(DelayPolicy, cfg),
         ua_token=product_token(cfg.user_agent) or "*",  # (config validation refuses an agent without one)
         hold_over_budget=cfg.leftovers == "keep",
-        lease_ttl=cfg.lease_horizon + max(4 * cfg.timeout, cfg.fetch_deadline) + 60.0,
+        # (a page that may be rendered holds its lease for its render too: adapters/fetcher.py's render budget)
+        lease_ttl=cfg.lease_horizon
+        + max(4 * cfg.timeout, cfg.fetch_deadline)
+        + 60.0
+        + (render_bound(cfg.render_timeout) if render_rules(cfg).ever else 0.0),
         first_slot_spread=FIRST_SLOT_SPREAD,
     )
 
@@ -83,6 +89,14 @@ def shard_setup(
         seen_ttl=cfg.seen_expiry,
         shared_politeness=cfg.shared_politeness,
     )
+
+
+def render_rules(cfg: CrawlConfig) -> RenderRules:
+    return RenderRules.of(cfg.render, cfg.render_rules)
+
+
+def render_settings(cfg: CrawlConfig) -> RenderSettings:
+    return section(RenderSettings, cfg)
 
 
 def fetch_settings(

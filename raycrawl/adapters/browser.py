@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import os
 import shutil
 import time
@@ -35,7 +36,13 @@ from playwright.async_api import Error as PlaywrightError
 from raycrawl.adapters.fetcher import AddressGuard, BlockedAddress, GuardedResolver, sleep_until
 from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.fetch_settings import FetchSettings
-from raycrawl.core.render_jobs import RenderJob, RenderOutcome, RenderSettings, subresource_verdict
+from raycrawl.core.render_jobs import (
+    ATTEMPT_SLACK,
+    RenderJob,
+    RenderOutcome,
+    RenderSettings,
+    subresource_verdict,
+)
 from raycrawl.core.runs import gap_after
 
 # Where Debian's chromium package puts the browser itself (/usr/bin/chromium is a shell script around it).
@@ -53,8 +60,10 @@ class BrowserUnavailable(RuntimeError):
 
 
 def chromium_path(configured: str = "") -> str:
-    """The Chromium executable: the configured one, or the system's."""
-    for candidate in (configured,) if configured else CHROMIUM_CANDIDATES:
+    """The Chromium executable: the configured one, or the system's, or one ``playwright install chromium`` put in
+    its cache (cluster.yaml's browser nodes: Ubuntu's chromium is a snap)."""
+    installed = sorted(glob.glob(os.path.expanduser("~/.cache/ms-playwright/chromium-*/chrome-linux*/chrome")))
+    for candidate in (configured,) if configured else (*CHROMIUM_CANDIDATES, *installed[-1:]):
         found = candidate if os.path.isabs(candidate) and os.access(candidate, os.X_OK) else shutil.which(candidate)
         if found:
             return found
@@ -95,6 +104,7 @@ class _PageState:
     inflight: int = 0
     quiet_since: float = field(default_factory=time.monotonic)
     blocked: Counter[str] = field(default_factory=Counter)
+    over: bool = False  # the render has ended: a request still waiting for its turn is never sent
 
 
 class Renderer:
@@ -112,6 +122,8 @@ class Renderer:
         self._slots: asyncio.Semaphore | None = None
         self._launching: asyncio.Lock | None = None
         self.rendered = 0
+        self._closing: set[asyncio.Future[None]] = set()
+        self.launched = 0  # browsers started
         self.restarts = 0  # browsers replaced after dying
         self.replaced = 0  # browsers replaced by the page or memory bound
 
@@ -147,8 +159,21 @@ class Renderer:
                 state = _PageState(job, _netloc(job.url), free_at)
                 handle.active += 1
                 try:
-                    outcome = await self._render_on(handle, state, started)
-                except _BrowserGone as exc:
+                    # (every call to a browser that died unnoticed could wait for ever: the attempt is bounded whole)
+                    async with asyncio.timeout(self.settings.render_timeout + ATTEMPT_SLACK):
+                        outcome = await self._render_on(handle, state, time.monotonic())
+                    outcome.total_ms = (time.monotonic() - started) * 1000
+                except (_BrowserGone, TimeoutError) as exc:
+                    if isinstance(exc, TimeoutError):
+                        exc = _BrowserGone(
+                            f"the browser did not answer within {self.settings.render_timeout + ATTEMPT_SLACK:g} s"
+                        )
+                    # (a request of the dead page's may still be on its way: the next attempt's first one waits
+                    # for it to end, then for the host's delay)
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self.fetch.fetch_deadline):
+                            await state.lock.acquire()
+                            state.lock.release()
                     reason, free_at = str(exc), max(free_at, state.free_at)
                     self.restarts += 1
                     handle.retired = True
@@ -156,7 +181,7 @@ class Renderer:
                 finally:
                     handle.active -= 1
                     handle.pages += 1
-                    await self._after_page(handle)
+                    self._after_page(handle)
                 outcome.restarts = attempt
                 self.rendered += 1
                 return outcome
@@ -215,7 +240,10 @@ class Renderer:
                 if outcome.settled:
                     outcome.settled, outcome.reason = False, f"the DOM could not be read: {_short(exc)}"
         finally:
+            state.over = True
             await _quietly(context.close())
+            async with state.lock:  # (a request on its way ends before the host's clock is read)
+                pass
         outcome.total_ms = (time.monotonic() - started) * 1000
         outcome.requests, outcome.blocked = state.sent, dict(state.blocked)
         outcome.host_free_at = state.free_at if state.sent else 0.0
@@ -266,6 +294,8 @@ class Renderer:
         session = await self._http()
         async with state.lock:
             await sleep_until(state.free_at)
+            if state.over:
+                return None
             state.sent += 1
             sent_at = time.time()
             try:
@@ -321,9 +351,10 @@ class Renderer:
                 args=[f"--proxy-server={DEAD_PROXY}", "--proxy-bypass-list=<-loopback>", "--disable-gpu"],
             )
             self._current = _Browser(browser)
+            self.launched += 1
             return self._current
 
-    async def _after_page(self, handle: _Browser) -> None:
+    def _after_page(self, handle: _Browser) -> None:
         s = self.settings
         if not handle.retired and (
             handle.pages >= s.render_restart_pages
@@ -332,7 +363,9 @@ class Renderer:
             handle.retired = True
             self.replaced += 1
         if handle.retired and handle.active == 0:
-            await self._close(handle)
+            closing = asyncio.ensure_future(self._close(handle))  # (off the page's time: a dead one may be slow)
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
 
     async def _close(self, handle: _Browser) -> None:
         await _quietly(handle.browser.close())

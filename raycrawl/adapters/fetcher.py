@@ -32,9 +32,9 @@ import ssl
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import urljoin
 
 import aiohttp
@@ -53,6 +53,8 @@ from raycrawl.core.links import decode_html, extract_links
 from raycrawl.core.media_types import is_html
 from raycrawl.core.proxy_routes import CONNECT_ERRORS
 from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan, ack_of
+from raycrawl.core.render_jobs import RenderJob, RenderOutcome, render_bound
+from raycrawl.core.render_rules import RenderMode, RenderRules, looks_like_shell
 from raycrawl.core.revisits import Revisit, conditional_headers, duplicate_revisit, recrawl_outcome, revisit_for
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
 from raycrawl.core.runs import ends_run, gap_after
@@ -68,6 +70,8 @@ ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
 MAX_CONTENT_TYPE = 200  # characters of a Content-Type kept in a record (a real one is far shorter)
 MAX_VALIDATOR = 200  # ... and of an ETag or Last-Modified (sent back as they were in a recrawl)
 PRIVATE_HEADERS = frozenset({"proxy-authorization"})  # sent, never written to a WARC request record
+# Headers of a transfer the decoded body no longer has (a browser handed the page must not decode it again)
+TRANSFER_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 
 # A seam for benchmarks (benchmarks/machinery.py): "module:factory" of a responder that answers requests in process
 # instead of the network (raycrawl.testing.synthetic's). Imported by name, so the fetcher depends on no test code;
@@ -163,6 +167,7 @@ class _Exchange:
     proxy: str | None = None  # the proxy that carried it, redacted (WARC-Proxy)
     location: str | None = None
     body: bytes = b""
+    render: RenderOutcome | None = None  # the page handed to a browser: what it gave
 
 
 class Fetcher:
@@ -178,6 +183,9 @@ class Fetcher:
         self._running: set[asyncio.Task[_Exchange]] = set()
         self._synthetic = responder_from_env()
         self._send = self._request if self._synthetic is None else self._answer_synthetic
+        self._render_rules = RenderRules.of(cast(RenderMode, settings.render), settings.render_rules)
+        # Set by the fetch task when the crawl has a render pool: awaited on this loop with a page to render.
+        self.renderer: Callable[[RenderJob], Awaitable[RenderOutcome]] | None = None
         self._egress = Egress(settings.proxies)
         self._resolver = GuardedResolver(self._guard, dict(settings.resolve), self._egress.hostnames)
         # Made on the loop that uses it (aiohttp binds a session to its loop), before any task needs it.
@@ -329,7 +337,7 @@ class Fetcher:
         s = self.settings
         send_at = lease.not_before if send_at is None else send_at
         # A lease that could expire before this fetch ends may be handed out again: sending could break politeness.
-        if max(send_at, time.time()) + s.fetch_deadline + 5.0 > lease.expires_at:
+        if max(send_at, time.time()) + s.fetch_deadline + self._render_budget(lease) + 5.0 > lease.expires_at:
             if lease.after:  # (a run that took too long: the rest goes back as it was)
                 return _unsent(lease)
             r.error, r.transient = "LeaseExpired", True
@@ -370,7 +378,53 @@ class Fetcher:
         r.responded_at = r.responded_at or r.ended_at  # (a failure: the slot counts from when it was known)
         r.final_url = url
         r.elapsed_ms = round((r.responded_at - r.sent_at) * 1000, 3) if r.sent_at else 0.0
+        if self.renderer is not None and lease.kind == "page":
+            await self._maybe_render(ex)
         return ex
+
+    def _render_budget(self, lease: Lease) -> float:
+        """How much longer than a fetch this lease may take: a render's bound, when its page may be rendered."""
+        if self.renderer is None or lease.kind != "page" or self._render_rules.mode_for(lease.request_url) == "never":
+            return 0.0
+        return render_bound(self.settings.render_timeout)
+
+    async def _maybe_render(self, ex: _Exchange) -> None:
+        """Hand the page to the render pool if the rules say so (``auto``: if it looks like a script's shell),
+        with the response as fetched; the host's clock then counts from when the render ended (its scripts'
+        requests went to the host, each after the delay: core/render_jobs.py)."""
+        r, s = ex.result, self.settings
+        if r.error is not None or r.status is None or not 200 <= r.status < 300 or r.truncated:
+            return
+        lease = r.lease
+        mode = self._render_rules.mode_for(lease.request_url)
+        if mode == "never" or not is_html(r.content_type, ex.body[:512]):
+            return
+        because = "render: always"
+        if mode == "auto":
+            verdict = looks_like_shell(decode_html(ex.body, r.content_type))
+            if not verdict.shell:
+                return
+            because = f"looks like a shell: {verdict.reason}"
+        if lease.proxy >= 0:  # (its scripts' requests would go out directly: the page is kept as fetched)
+            ex.render = RenderOutcome(reason="not rendered: the page came through a proxy", because=because)
+            return
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in ex.raw_headers]
+        job = RenderJob(
+            lease.request_url, r.status, ex.reason, [(k, v) for k, v in headers if k.lower() not in TRANSFER_HEADERS],
+            ex.body, r.ended_at + gap_after(lease.gap, s.delay_factor, s.max_delay, r.ended_at - r.sent_at),
+            lease.gap, s.delay_factor, s.max_delay,
+        )  # fmt: skip
+        try:
+            async with asyncio.timeout(render_bound(s.render_timeout)):
+                outcome = await self.renderer(job)  # type: ignore[misc]
+        except TimeoutError:
+            outcome = RenderOutcome(reason=f"no render within {render_bound(s.render_timeout):g} s")
+        except Exception as exc:  # (the pool's own failure: the page stays as fetched)
+            outcome = RenderOutcome(reason=f"render failed: {describe_exception(exc)}")
+        outcome.because = because
+        ex.render = outcome
+        # The host's clock counts from the render's end: whatever its scripts sent was before.
+        r.held_until = time.time()
 
     async def _request(self, url: str, ex: _Exchange, limit: int) -> None:
         r = ex.result
@@ -478,6 +532,8 @@ class Fetcher:
             html = decode_html(ex.body, r.content_type)
             links = extract_links(html, r.lease.request_url, self.settings.tracking_params, self.settings.max_outlinks)
             r.outlinks, r.spellings, r.links_capped = links.urls, links.spellings, links.capped
+            if ex.render is not None:
+                self._add_rendered_links(ex)
         if self._warc is not None and (not too_large or self.settings.keep_truncated):
             known = r.lease.entry.known
             revisit = revisit_for(recrawl_outcome(r.status, known, r.sha256), known, r.lease.request_url, ex.body)
@@ -488,6 +544,26 @@ class Fetcher:
                 return
             self._write(ex, too_large, revisit)
 
+    def _add_rendered_links(self, ex: _Exchange) -> None:
+        """The rendered DOM's links after the fetched page's own (those first, as they were), and the record's
+        account of the render."""
+        r, render = ex.result, ex.render
+        assert render is not None
+        r.render = render.summary()
+        if render.html is None:
+            return
+        s = self.settings
+        links = extract_links(render.html, r.lease.request_url, s.tracking_params, s.max_outlinks)
+        known = set(r.outlinks)
+        for url in links.urls:
+            if url not in known and len(r.outlinks) < s.max_outlinks:
+                known.add(url)
+                r.outlinks.append(url)
+                if url in links.spellings:
+                    r.spellings[url] = links.spellings[url]
+        r.links_capped = r.links_capped or links.capped
+        r.render["outlinks"] = len(links.urls)
+
     def _write(self, ex: _Exchange, truncated: bool, revisit: Revisit | None, record_id: str | None = None) -> None:
         assert self._warc is not None and ex.result.status is not None
         r = ex.result
@@ -496,7 +572,15 @@ class Fetcher:
             r.lease.request_url, ex.request_headers, status, ex.body, truncated, ex.ip, r.responded_at, revisit,
             record_id, ex.proxy,
         )  # fmt: skip
-        r.warc = WarcSpan("", self._warc.path.name, self._warc.head, stored.start, stored.end)
+        end = stored.end
+        render = ex.render
+        if render is not None and render.html is not None:  # (the rendered DOM: a conversion of that response)
+            end = self._warc.write_conversion(
+                r.lease.request_url, render.html.encode("utf-8"), "text/html; charset=utf-8", stored.record_id
+            )
+            if render.screenshot is not None:
+                end = self._warc.write_conversion(r.lease.request_url, render.screenshot, "image/png", stored.record_id)
+        r.warc = WarcSpan("", self._warc.path.name, self._warc.head, stored.start, end)
         r.warc_id, r.warc_date = stored.record_id, stored.date
 
     # --- pages held for the payload registry (on the calling thread) -------------------------------------

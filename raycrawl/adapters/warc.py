@@ -190,6 +190,17 @@ class WarcSink:
         self._file.write(written)
         return WrittenRecord(start, start + len(written), response_id, date)
 
+    def write_conversion(self, url: str, content: bytes, content_type: str, refers_to: str) -> int:
+        """Append a ``conversion`` record (WARC 1.1 section 6.8) of the response ``refers_to`` names -- a rendered
+        page's DOM, or its screenshot -- and return the file's end after it (the fetch's records end there)."""
+        record = _record(WarcRecordType.conversion, _new_record_id(), warc_date(time.time()), content_type)
+        record.headers["WARC-Target-URI"] = url
+        record.headers["WARC-Warcinfo-ID"] = self._warcinfo_id
+        record.headers["WARC-Refers-To"] = refers_to
+        record.set_bytes_content(content)
+        self._file.write(gzip_member(_serialised(record, None)))
+        return self._file.tell()
+
     def flush(self) -> None:
         self._file.flush()
 

@@ -24,6 +24,9 @@ DEFAULT_TRACKING_PARAMS = (
 )
 
 
+RENDER_TIMEOUT = 20.0  # seconds a page's render may take (RenderSettings' too: the config's one setting)
+
+
 @dataclass(frozen=True, slots=True)
 class FetchSettings:
     user_agent: str = "raycrawl/0.1"
@@ -43,4 +46,8 @@ class FetchSettings:
     warc_info: tuple[tuple[str, str], ...] = ()  # the fields of each WARC file's warcinfo record
     allow_private_networks: bool = False
     allow_network: tuple[str, ...] = ()
+    # Which pages go to a browser (core/render_rules.py) and how long a render may hold the page's lease
+    render: str = "never"
+    render_rules: tuple[str, ...] = ()
+    render_timeout: float = RENDER_TIMEOUT
     proxies: tuple[str, ...] = field(default=(), repr=False)  # a lease's proxy by number, credentials in (proxy_routes)

@@ -456,7 +456,8 @@ class FrontierShard:
             # Decided at the time the request will be sent: a lease may be handed out up to `horizon` early.
             if robots is not None and robots.expires_at > not_before and robots.verdict != "unreachable":
                 entry = hs.queue.pop()
-                lease = Lease(lease_id, shard, entry.kind, not_before, not_before + ttl, entry)
+                # (gap: the host's delay, for the requests a rendered page's scripts make: core/render_jobs.py)
+                lease = Lease(lease_id, shard, entry.kind, not_before, not_before + ttl, entry, 0, hs.delay)
                 taken += 1
                 if runs and (hs.queue or hs.stored) and lease_id + 1 < stop:  # (a workbench may be empty)
                     # (the rest of the run: counted in flight, the host out of the heaps until every one of them
@@ -553,7 +554,7 @@ class FrontierShard:
         lease_id = self._next_lease_id
         if robots is not None and robots.expires_at > not_before and robots.verdict != "unreachable":
             entry = hs.queue.pop()
-            lease = Lease(lease_id, self.shard_id, entry.kind, not_before, not_before + ttl, entry)
+            lease = Lease(lease_id, self.shard_id, entry.kind, not_before, not_before + ttl, entry, 0, hs.delay)
             self._queued -= 1
         else:
             if robots is not None and robots.expires_at > not_before:

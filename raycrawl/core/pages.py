@@ -58,6 +58,8 @@ def fetch_record(result: FetchResult) -> dict[str, Any]:
         record["warc_id"], record["warc_date"] = result.warc_id, result.warc_date
     if result.duplicate_of is not None:
         record["duplicate_of"] = result.duplicate_of
+    if result.render is not None:  # (handed to a browser: what it gave, core/render_jobs.py)
+        record["render"] = result.render
     if lease.kind == "sitemap":
         record["kind"] = "sitemap"
         read = result.sitemap

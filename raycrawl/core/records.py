@@ -222,6 +222,10 @@ class FetchResult:
     warc_id: str | None = None  # its WARC response (or revisit) record's WARC-Record-ID ...
     warc_date: str | None = None  # ... and WARC-Date
     unsent: bool = False  # a run's lease given back unsent (the run ended before it): no request, no attempt
+    render: dict[str, Any] | None = None  # a page handed to a browser: what the render gave (RenderOutcome.summary)
+    # the host's clock counts from here when later than ended_at: a render's end (its scripts' requests went to the
+    # host after the exchange; they are not the exchange's latency)
+    held_until: float = 0.0
 
 
 @compact_pickle
@@ -287,6 +291,6 @@ def ack_of(result: FetchResult) -> Ack:
         result.error,
         result.body if result.lease.kind == "robots" else None,
         result.retry_at,
-        ended_at=result.ended_at or result.responded_at,
+        ended_at=max(result.ended_at, result.held_until) or result.responded_at,
         truncated=result.truncated,
     )

@@ -12,12 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from raycrawl.core.fetch_settings import RENDER_TIMEOUT
 from raycrawl.core.records import compact_pickle
 
 # Resource types (Playwright's request.resource_type) a page's own scripts need to build it; images, styles,
 # fonts and media never change its links or text, and a crawler does not spend its politeness budget on them.
 RENDER_RESOURCE_TYPES = frozenset({"script", "xhr", "fetch"})
 RENDER_METHODS = frozenset({"GET", "HEAD"})
+ATTEMPT_SLACK = 20.0  # seconds past render_timeout one attempt may take (reading the DOM, closing its context)
+
+
+def render_bound(render_timeout: float) -> float:
+    """The longest a page's render may take, its second attempt included (a browser that died under it): how
+    long a fetch worker waits for it, and how much longer a page that may be rendered holds its lease."""
+    return 2 * (render_timeout + ATTEMPT_SLACK) + 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +34,7 @@ class RenderSettings:
 
     render_workers: int = 1  # render actors, each with its own browser
     render_pages: int = 2  # pages a render actor renders at once (a context each)
-    render_timeout: float = 20.0  # seconds for a page's load and settle, its requests included
+    render_timeout: float = RENDER_TIMEOUT  # seconds for a page's load and settle, its requests included
     render_settle: float = 0.5  # seconds without a request in flight that count as settled
     render_max_requests: int = 50  # requests a page's scripts may make (then: blocked, counted)
     render_restart_pages: int = 200  # a browser is replaced after this many pages ...
@@ -59,6 +67,7 @@ class RenderOutcome:
     html: str | None = None
     settled: bool = False
     reason: str = ""  # "settled", or why not (a bound reached, a crash, a browser that cannot start)
+    because: str = ""  # why the page was handed to a browser (the rule, or auto's verdict)
     load_ms: float = 0.0  # the page's load event, from the start
     total_ms: float = 0.0
     requests: int = 0  # requests its scripts made that were sent to the host
@@ -77,6 +86,7 @@ class RenderOutcome:
             "rendered": self.rendered,
             "settled": self.settled,
             "reason": self.reason,
+            "because": self.because,
             "load_ms": round(self.load_ms, 1),
             "total_ms": round(self.total_ms, 1),
             "requests": self.requests,

@@ -86,6 +86,13 @@ def page_record(result: FetchResult, rules: RecordRules, stats: CrawlStats, link
         stats.events["duplicate_payloads"] += 1
     if result.links_capped:
         stats.events["outlinks_capped"] += 1
+    if result.render is not None:  # (a page handed to a browser: core/render_jobs.py)
+        render = result.render
+        stats.events["pages_rendered" if render.get("rendered") else "pages_not_rendered"] += 1
+        if render.get("rendered") and not render.get("settled"):
+            stats.events["renders_unsettled"] += 1
+        stats.events["render_requests"] += int(render.get("requests", 0))
+        stats.events["render_requests_blocked"] += sum(render.get("blocked", {}).values())
     if result.sitemap is not None:
         stats.events["sitemaps_read"] += 1
         if result.sitemap.over_limit:

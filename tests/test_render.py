@@ -1,0 +1,132 @@
+"""Issue 35 end to end: pages whose links exist only after their script runs, crawled with and without a browser.
+
+The scripted test web (testing/scripted.py): every page is a shell; its script asks /app.js, then /data/{i}.json,
+and writes the links (page i -> 2i+1, 2i+2); it also asks for an image, a loopback canary on another host and a
+private address, which a render must refuse. What is asserted is what the server saw and what was written.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from conftest import assert_each_url_once, committed_warc, local_config, run
+from warcio.archiveiterator import ArchiveIterator
+
+from raycrawl.testing import TestWeb, WebSpec
+from raycrawl.testing.canary import Canary
+from raycrawl.testing.process import gaps_by_host
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+PAGES = 7
+DELAY = 0.2
+CANARY_IP = "127.0.0.96"
+
+
+def scripted_web(canary: Canary, spin: bool = False) -> TestWeb:
+    profiles = ("scripted", "scripted", "scripted-spin" if spin else "scripted")
+    return TestWeb(WebSpec(hosts=3, pages_per_host=PAGES, profiles=profiles, canary=canary.address))
+
+
+def pages_of(web: TestWeb, host: int) -> set[str]:
+    base = web.graph.url(host, 0).rstrip("/")
+    return {base + "/"} | {f"{base}/p/{i}" for i in range(1, PAGES)}
+
+
+def test_without_rendering_only_the_shells_are_seen(tmp_path: Path) -> None:
+    with Canary(CANARY_IP) as canary, scripted_web(canary) as web:
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path / "out"), delay=DELAY, render="never")
+        summary, records = run(cfg)
+        requests = web.requests()
+    assert sorted(r["url"] for r in records) == sorted(web.graph.url(h, 0) for h in range(3))
+    assert all(r["outlinks"] == [] and "render" not in r for r in records)
+    assert {r["path"] for r in requests} == {"/robots.txt", "/"}  # (no script ran: nothing else was asked)
+    assert "render" not in summary
+
+
+def kill_browsers_when(web: TestWeb, scripts: int, done: threading.Event) -> None:
+    """Once the server has served ``scripts`` app.js, SIGKILL every Chromium under this process (the render actor's
+    browser, mid-crawl)."""
+    while not done.is_set():
+        if sum(r["path"] == "/app.js" for r in web.requests()) >= scripts:
+            for child in psutil.Process().children(recursive=True):
+                if "chrom" in child.name().lower():
+                    child.kill()
+            return
+        time.sleep(0.05)
+
+
+def test_auto_renders_every_shell_politely_and_a_killed_browser_loses_nothing(tmp_path: Path) -> None:
+    done = threading.Event()
+    with Canary(CANARY_IP) as canary, scripted_web(canary, spin=True) as web:
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path / "out"), delay=DELAY, render="auto",
+                           render_timeout=4.0)  # fmt: skip
+        killer = threading.Thread(target=kill_browsers_when, args=(web, 6, done), daemon=True)
+        killer.start()
+        try:
+            summary, records = run(cfg)
+        finally:
+            done.set()
+            killer.join()
+        requests = web.requests()
+
+    # Every page found, though no page's HTML has a link: each was rendered, and its record says so and why.
+    assert_each_url_once(records)
+    spin = web.graph.url(2, 0).rstrip("/") + "/spin"
+    expected = pages_of(web, 0) | pages_of(web, 1) | pages_of(web, 2) | {spin}
+    by_url = {r["url"]: r for r in records}
+    assert set(by_url) == expected
+    assert all(r["outcome"] == "fetched" for r in records)
+    for url in expected - {spin}:
+        render = by_url[url]["render"]
+        assert render["rendered"] and render["settled"], (url, render)
+        assert render["because"].startswith("looks like a shell"), render
+        assert render["requests"] == 2 and render["blocked"] == {"type": 1, "other host": 1, "address": 1}, render
+    # The page that never settles ends at the bound, with the DOM it had and the reason.
+    assert by_url[spin]["render"]["reason"] == "did not settle within 4 s"
+    # The browser killed mid-crawl was replaced (its page tried again): nothing lost, one record each (above).
+    assert summary["render"]["browsers_launched"] >= 2
+    events = summary["events"]
+    assert events["pages_rendered"] == len(expected)
+    assert events["render_requests_blocked"] >= 3 * (len(expected) - 1)
+
+    # The server's side: each page asked for once (the browser was handed the response), the scripts' requests
+    # to the page's own host only, and every host's delay held, pages and scripts' requests together.
+    pages = Counter(
+        (r["ip"], r["path"]) for r in requests if r["path"] in ("/", "/spin") or r["path"].startswith("/p/")
+    )
+    assert len(pages) == len(expected) and set(pages.values()) == {1}
+    assert canary.connections == 0
+    assert not [r for r in requests if r["path"] == "/logo.png"]
+    assert sum(r["path"] == "/app.js" for r in requests) >= len(expected)
+    for host, gaps in gaps_by_host(requests).items():
+        assert min(gaps) >= DELAY, host
+
+    # WARC: each page's response as fetched (or a revisit of the same bytes), and its rendered DOM as a conversion
+    # record referring to it.
+    responses: dict[str, str] = {}
+    conversions: list[tuple[str, str, bytes]] = []
+    for data in committed_warc(tmp_path / "out"):
+        for rec in ArchiveIterator(io.BytesIO(data)):
+            headers: Any = rec.rec_headers
+            if rec.rec_type in ("response", "revisit"):  # (every shell has the same bytes: revisits of the first)
+                responses[headers.get_header("WARC-Record-ID")] = headers.get_header("WARC-Target-URI")
+            elif rec.rec_type == "conversion":
+                conversions.append(
+                    (
+                        headers.get_header("WARC-Refers-To"),
+                        headers.get_header("WARC-Target-URI"),
+                        rec.content_stream().read(),
+                    )
+                )
+    assert len(conversions) == len(expected)
+    for refers_to, uri, body in conversions:
+        assert responses[refers_to] == uri
+        if not uri.endswith("/spin"):
+            assert b'<a href="/p/' in body or uri.rsplit("/", 1)[-1] in {str(i) for i in range(3, PAGES)}
