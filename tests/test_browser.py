@@ -121,3 +121,20 @@ def test_a_browser_killed_under_a_page_is_replaced_and_the_page_tried_once_more(
     outcomes = render(RenderSettings(render_timeout=3.0), web, [spin, web.graph.url(0, 1)], during=1.5)
     assert outcomes[0].restarts == 1 and outcomes[0].reason == "did not settle within 3 s", outcomes[0]
     assert outcomes[1].settled and outcomes[1].html is not None and 'href="/p/3"' in outcomes[1].html
+
+
+def test_a_browser_is_replaced_after_its_pages_and_screenshots_are_taken(web: TestWeb) -> None:
+    settings = RenderSettings(render_restart_pages=1, render_screenshots=True)
+
+    async def main() -> tuple[list[RenderOutcome], int, int]:
+        renderer = Renderer(settings, fetch_settings(web))
+        try:
+            outcomes = [await renderer.render(job_for(web.graph.url(0, page))) for page in (2, 3)]
+        finally:
+            await renderer.close()
+        return outcomes, renderer.launched, renderer.replaced
+
+    outcomes, launched, replaced = asyncio.run(main())
+    assert all(o.settled and o.restarts == 0 for o in outcomes), outcomes
+    assert (launched, replaced) == (2, 2)  # (a new browser for the second page; the second retired after it too)
+    assert all(o.screenshot is not None and o.screenshot.startswith(b"\x89PNG\r\n") for o in outcomes)
