@@ -7,15 +7,11 @@ second request for the page) and what the render gave (the links its script wrot
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 
-import psutil
 import pytest
 
 from raycrawl.adapters.browser import Renderer
@@ -23,7 +19,7 @@ from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.render_jobs import RenderJob, RenderOutcome, RenderSettings
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.canary import Canary
-from raycrawl.testing.process import gaps_by_host
+from raycrawl.testing.process import gaps_by_host, kill_descendants
 
 GAP = 0.3
 CANARY_IP = "127.0.0.97"
@@ -63,7 +59,7 @@ def render(settings: RenderSettings, web: TestWeb, urls: list[str], during: floa
         renderer = Renderer(settings, fetch_settings(web))
         try:
             await renderer.start()
-            killer = threading.Timer(during, kill_browsers) if during is not None else None
+            killer = threading.Timer(during, kill_descendants, args=("chrom",)) if during is not None else None
             if killer is not None:
                 killer.start()
             try:
@@ -75,13 +71,6 @@ def render(settings: RenderSettings, web: TestWeb, urls: list[str], during: floa
             await renderer.close()
 
     return asyncio.run(main())
-
-
-def kill_browsers() -> None:
-    for child in psutil.Process().children(recursive=True):
-        if "chrom" in child.name().lower():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child.pid, signal.SIGKILL)
 
 
 def requests_to(web: TestWeb, host: int, since: float) -> list[dict[str, object]]:

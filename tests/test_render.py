@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import io
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
-from conftest import assert_each_url_once, committed_warc, local_config, run
+from conftest import assert_each_url_once, committed_warc, local_config, run, wait_until
 from warcio.archiveiterator import ArchiveIterator
 
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.canary import Canary
-from raycrawl.testing.process import gaps_by_host
+from raycrawl.testing.process import gaps_by_host, kill_descendants
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 PAGES = 7
@@ -52,14 +50,10 @@ def test_without_rendering_only_the_shells_are_seen(tmp_path: Path) -> None:
 
 def kill_browsers_when(web: TestWeb, scripts: int, done: threading.Event) -> None:
     """Once the server has served ``scripts`` app.js, SIGKILL every Chromium under this process (the render actor's
-    browser, mid-crawl)."""
-    while not done.is_set():
-        if sum(r["path"] == "/app.js" for r in web.requests()) >= scripts:
-            for child in psutil.Process().children(recursive=True):
-                if "chrom" in child.name().lower():
-                    child.kill()
-            return
-        time.sleep(0.05)
+    browser, mid-crawl); nothing if the crawl ends first."""
+    wait_until(lambda: done.is_set() or sum(r["path"] == "/app.js" for r in web.requests()) >= scripts, 300, "app.js")
+    if not done.is_set():
+        kill_descendants("chrom")
 
 
 def test_auto_renders_every_shell_politely_and_a_killed_browser_loses_nothing(tmp_path: Path) -> None:

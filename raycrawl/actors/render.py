@@ -10,7 +10,6 @@ replaced the same way by the actor itself).
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Sequence
@@ -32,7 +31,6 @@ READY_TIMEOUT = 120.0  # seconds for the pool's browsers to start (an autoscaler
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class RenderActor:
     def __init__(self, settings: RenderSettings, fetch: FetchSettings) -> None:
-        self._settings, self._fetch = settings, fetch
         self._renderer: Renderer | None = None
         self._problem: str | None = None
         try:
@@ -57,7 +55,7 @@ class RenderActor:
 
     def stats(self) -> dict[str, int]:
         r = self._renderer
-        return {"pid": os.getpid(), "rendered": r.rendered if r else 0, "browser_restarts": r.restarts if r else 0,
+        return {"rendered": r.rendered if r else 0, "browser_restarts": r.restarts if r else 0,
                 "browsers_replaced": r.replaced if r else 0, "browsers_launched": r.launched if r else 0}  # fmt: skip
 
     async def close(self) -> None:

@@ -33,8 +33,9 @@ import psutil
 from playwright.async_api import Browser, Playwright, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from raycrawl.adapters.fetcher import AddressGuard, BlockedAddress, GuardedResolver, sleep_until
+from raycrawl.adapters.fetcher import AddressGuard, BlockedAddress, GuardedResolver, read_body, sleep_until
 from raycrawl.core.addresses import is_ip_literal
+from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.render_jobs import (
     ATTEMPT_SLACK,
@@ -52,7 +53,8 @@ SETTLE_POLL_S = 0.05
 CONTENT_TIMEOUT_MS = 5000.0  # reading the DOM of a page that did not settle
 MEMORY_CHECK_EVERY = 10  # pages between two looks at the browsers' memory
 FORWARDED_HEADERS = frozenset({"accept", "accept-language", "referer", "x-requested-with"})
-DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length", "connection"})
+# (the body handed on is the decoded one, and the connection is this process's, not the browser's)
+DROPPED_HEADERS = TRANSFER_HEADERS | {"connection"}
 
 
 class BrowserUnavailable(RuntimeError):
@@ -100,7 +102,6 @@ class _PageState:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # one request at a time to the host
     document_served: bool = False
     sent: int = 0
-    last_end: float = 0.0
     inflight: int = 0
     quiet_since: float = field(default_factory=time.monotonic)
     blocked: Counter[str] = field(default_factory=Counter)
@@ -301,7 +302,7 @@ class Renderer:
             try:
                 async with asyncio.timeout(f.fetch_deadline):
                     async with session.get(url, headers=headers, allow_redirects=False) as response:
-                        body = await _bounded(response, f.max_body_bytes)
+                        body, _ = await read_body(response, f.max_body_bytes)
                         kept = {k: v for k, v in response.headers.items() if k.lower() not in DROPPED_HEADERS}
                         status = response.status
             except BlockedAddress:
@@ -313,7 +314,6 @@ class Renderer:
                 return None
             finally:
                 ended = time.time()
-                state.last_end = ended
                 state.free_at = ended + gap_after(job.gap, job.delay_factor, job.max_delay, ended - sent_at)
         return status, kept, body
 
@@ -329,7 +329,8 @@ class Renderer:
                 ),
                 cookie_jar=aiohttp.DummyCookieJar(),
                 trust_env=False,
-                headers={"User-Agent": self.fetch.user_agent},
+                auto_decompress=False,  # (decoded within max_body_bytes by read_body, as the fetcher's pages are)
+                headers={"User-Agent": self.fetch.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
             )
         return self._session
 
@@ -381,16 +382,6 @@ def _browser_memory_mb() -> float:
         except psutil.Error:
             continue
     return total / 1e6
-
-
-async def _bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
-    chunks, size = [], 0
-    async for chunk in response.content.iter_chunked(64 * 1024):
-        chunks.append(chunk[: limit - size])
-        size += len(chunks[-1])
-        if size >= limit:
-            break
-    return b"".join(chunks)
 
 
 async def _quietly(closing: Any) -> None:

@@ -46,7 +46,7 @@ from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
 from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
 from raycrawl.core.captures import Capture, Claim, payload_key
 from raycrawl.core.clean import clean_text, describe_exception
-from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder, DecodingError
+from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS, BoundedDecoder, DecodingError
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.links import decode_html, extract_links
@@ -70,8 +70,6 @@ ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
 MAX_CONTENT_TYPE = 200  # characters of a Content-Type kept in a record (a real one is far shorter)
 MAX_VALIDATOR = 200  # ... and of an ETag or Last-Modified (sent back as they were in a recrawl)
 PRIVATE_HEADERS = frozenset({"proxy-authorization"})  # sent, never written to a WARC request record
-# Headers of a transfer the decoded body no longer has (a browser handed the page must not decode it again)
-TRANSFER_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 
 # A seam for benchmarks (benchmarks/machinery.py): "module:factory" of a responder that answers requests in process
 # instead of the network (raycrawl.testing.synthetic's). Imported by name, so the fetcher depends on no test code;
@@ -168,6 +166,7 @@ class _Exchange:
     location: str | None = None
     body: bytes = b""
     render: RenderOutcome | None = None  # the page handed to a browser: what it gave
+    html: str | None = None  # the body decoded, when rendering's rule already needed it (decoded once)
 
 
 class Fetcher:
@@ -401,7 +400,8 @@ class Fetcher:
             return
         because = "render: always"
         if mode == "auto":
-            verdict = looks_like_shell(decode_html(ex.body, r.content_type))
+            ex.html = decode_html(ex.body, r.content_type)
+            verdict = looks_like_shell(ex.html)
             if not verdict.shell:
                 return
             because = f"looks like a shell: {verdict.reason}"
@@ -483,7 +483,7 @@ class Fetcher:
         ex.reason = response.reason or ""
         ex.ip = _peer_address(response) if ex.proxy is None else None  # (through a proxy: the proxy's address)
         ex.raw_headers = list(response.raw_headers)
-        ex.body, r.truncated = await _read_body(response, limit)
+        ex.body, r.truncated = await read_body(response, limit)
 
     async def _answer_synthetic(self, url: str, ex: _Exchange, limit: int) -> None:
         """The synthetic web's answer instead of a request (``raycrawl.testing.synthetic``; never in a crawl)."""
@@ -529,7 +529,7 @@ class Fetcher:
                     sitemap.kind, len(sitemap.entries), sitemap.over_limit or r.truncated, sitemap.error
                 )
         elif 200 <= r.status < 300 and not too_large and is_html(r.content_type, ex.body[:512]):
-            html = decode_html(ex.body, r.content_type)
+            html = ex.html if ex.html is not None else decode_html(ex.body, r.content_type)
             links = extract_links(html, r.lease.request_url, self.settings.tracking_params, self.settings.max_outlinks)
             r.outlinks, r.spellings, r.links_capped = links.urls, links.spellings, links.capped
             if ex.render is not None:
@@ -622,7 +622,7 @@ def _unsent(lease: Lease) -> _Exchange:
     return ex
 
 
-async def _read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
+async def read_body(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
     """The decoded body, at most ``limit`` bytes, and whether there was more (then reading stopped early,
     and the connection is closed rather than kept: the rest of the body is still on its way)."""
     decoder = BoundedDecoder(response.headers.get("Content-Encoding"), limit)

@@ -26,10 +26,10 @@ from pathlib import Path
 from fastwarc.warc import WarcRecord, WarcRecordType
 from isal import isal_zlib
 
+from raycrawl.core.decoding import TRANSFER_HEADERS
 from raycrawl.core.revisits import Revisit
 from raycrawl.core.urls import path_of
 
-_DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 # Every record is a gzip member of its own (what WARC readers expect), compressed by ISA-L at its level 2. Measured
 # here (benchmarks/README.md, issue 32): zlib at level 6 took ~65 us of the ~200 us of writing a light page's two
 # records (a compressor's state is allocated and cleared per member), ISA-L ~22 us for the same size within 1%; on
@@ -72,7 +72,7 @@ class HttpStatus:
         """The HTTP header block stored in the WARC: the raw status line and headers, less the ones that
         describe a transfer the stored (decoded) body no longer has, and its real Content-Length."""
         lines = [b"HTTP/1.1 %d %s" % (self.status, self.reason)]
-        lines += [k + b": " + v for k, v in self.raw_headers if k.decode("latin-1").lower() not in _DROPPED_HEADERS]
+        lines += [k + b": " + v for k, v in self.raw_headers if k.decode("latin-1").lower() not in TRANSFER_HEADERS]
         lines.append(b"Content-Length: %d" % body_length)
         return b"\r\n".join(lines) + b"\r\n\r\n"
 

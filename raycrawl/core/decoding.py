@@ -13,6 +13,9 @@ from typing import Protocol
 import brotli
 
 ACCEPT_ENCODING = "gzip, deflate, br"
+# The headers of a transfer that a decoded body no longer has: dropped wherever the decoded body is stored or
+# handed on (WARC records, a page given to a browser), its real length written instead.
+TRANSFER_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 MAX_CODINGS = 5  # Content-Encoding layers decoded, at most
 
 

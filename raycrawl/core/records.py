@@ -157,7 +157,8 @@ class Lease:
     entry: UrlEntry
     # A host's run (core/runs.py): the lease of the same host sent before this one (0: none). Its request waits
     # for that exchange to end, then ``gap`` (the host's delay, but for its latency term), and is not sent at
-    # all if that answer ends the run.
+    # all if that answer ends the run. A run's first lease carries the host's current delay as its ``gap``: what
+    # a rendered page's scripts' requests wait between them (core/render_jobs.py).
     after: int = 0
     gap: float = 0.0
     proxy: int = -1  # the crawl's proxy that carries it (core/proxy_routes.py; -1: direct)

@@ -30,6 +30,21 @@ def stop_process(proc: subprocess.Popen[Any]) -> None:
             proc.wait()
 
 
+def kill_descendants(name_part: str) -> int:
+    """SIGKILL every process under this one whose name holds ``name_part`` (a test's own browsers, say); how many."""
+    import psutil
+
+    killed = 0
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if name_part in child.name().lower():
+                child.kill()
+                killed += 1
+        except psutil.NoSuchProcess:
+            continue
+    return killed
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
