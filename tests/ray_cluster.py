@@ -25,7 +25,7 @@ from typing import Any
 from conftest import wait_until
 
 from raycrawl.ray_tuning import ray_start_environment
-from raycrawl.testing import free_port
+from raycrawl.testing import free_ports
 
 
 class RayHead:
@@ -48,7 +48,7 @@ class RayHead:
         """``ray start --head`` on loopback; with the dashboard (which serves the job API) when asked; with
         ``max_workers``, an autoscaler of Ray's fake multi-node provider that starts up to that many 1-CPU worker
         nodes on this machine (as processes of this cluster: ``kill`` ends them too)."""
-        port = free_port()
+        port, dashboard_port, *option_ports = free_ports(9)
         command = ["ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={cpus}"]
         command += [f"--temp-dir={self.temp_dir}"]
         if max_workers:
@@ -60,15 +60,21 @@ class RayHead:
             "node-manager-port", "object-manager-port", "ray-client-server-port", "dashboard-agent-listen-port",
             "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port",
         ):  # fmt: skip
-            command += [f"--{option}={free_port()}"]
+            command += [f"--{option}={option_ports.pop()}"]
         if dashboard:
-            self.dashboard_port = free_port()
+            self.dashboard_port = dashboard_port
             command += ["--include-dashboard=true", "--dashboard-host=127.0.0.1"]
             command += [f"--dashboard-port={self.dashboard_port}"]
         else:
             command += ["--include-dashboard=false"]
         command += ["--disable-usage-stats"]
-        subprocess.run(command, env=self.env, check=True, capture_output=True, timeout=180)
+        started = subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=180)
+        if started.returncode != 0:
+            # What it started goes with it (the caller's stop() would miss processes named only by this GCS port).
+            self.address = f"127.0.0.1:{port}"
+            self.kill()
+            self.address = ""
+            raise RuntimeError(f"ray start failed ({started.returncode}): {started.stderr[-3000:]}")
         self.address = f"127.0.0.1:{port}"
         self.session = os.path.realpath(os.path.join(self.temp_dir, "session_latest"))
 

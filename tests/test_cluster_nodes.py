@@ -19,7 +19,7 @@ from test_dashboard import dashboard_series
 
 from raycrawl.api import Crawl
 from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
-from raycrawl.testing import TestWeb, WebSpec, free_port
+from raycrawl.testing import TestWeb, WebSpec, free_ports
 from raycrawl.testing.process import gaps_by_host
 
 DELAY = 0.05
@@ -27,7 +27,7 @@ DELAY = 0.05
 
 @pytest.fixture
 def three_nodes() -> Iterator[tuple[Cluster, list[Any], int]]:
-    metrics_port = free_port()
+    metrics_port, gcs_port = free_ports(2)
     cluster = Cluster(
         initialize_head=True,
         head_node_args={
@@ -35,7 +35,7 @@ def three_nodes() -> Iterator[tuple[Cluster, list[Any], int]]:
             "node_ip_address": "127.0.0.1",
             "include_dashboard": False,
             "metrics_export_port": metrics_port,
-            "gcs_server_port": free_port(),  # (6379, Ray's default, may be a Redis)
+            "gcs_server_port": gcs_port,  # (6379, Ray's default, may be a Redis)
             "_system_config": dict(RAY_SYSTEM_CONFIG),
         },
     )
