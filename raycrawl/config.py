@@ -137,6 +137,7 @@ class CrawlConfig:
     render: RenderMode = "never"
     render_rules: tuple[str, ...] = ()  # URL_PATTERN=always|never|auto, first match wins
     render_workers: int = _default(RenderSettings, "render_workers")
+    render_workers_max: int = _default(RenderSettings, "render_workers_max")
     render_pages: int = _default(RenderSettings, "render_pages")
     render_timeout: float = _default(RenderSettings, "render_timeout")
     render_settle: float = _default(RenderSettings, "render_settle")
@@ -285,6 +286,8 @@ def _validate(cfg: CrawlConfig) -> None:
             raise ConfigError(f"render_rules: {exc}", "render_rules") from None
     for name in ("render_workers", "render_pages", "render_restart_pages"):
         need(getattr(cfg, name) >= 1, name, "a whole number >= 1")
+    need(cfg.render_workers_max == 0 or cfg.render_workers_max >= cfg.render_workers, "render_workers_max",
+         "0 (a pool of render_workers) or a whole number >= render_workers")  # fmt: skip
     need(cfg.render_max_requests >= 0, "render_max_requests", "a whole number >= 0")
     need(cfg.render_max_memory_mb >= 64, "render_max_memory_mb", "megabytes >= 64")
     need(cfg.render_timeout >= 1, "render_timeout", "a duration of at least 1s, e.g. 20s")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from raycrawl.core.crawl_loop import CrawlLoop, LoopSettings, ShardSummary
-from raycrawl.core.demand import BACKLOG_CAP, CpuRequest, fetch_demand, task_capacity
+from raycrawl.core.demand import BACKLOG_CAP, CpuRequest, RecentPeak, fetch_demand, render_workers_wanted, task_capacity
 from raycrawl.core.frontier import FrontierSettings, FrontierShard
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import Ack, UrlEntry
@@ -117,3 +117,24 @@ def test_the_request_follows_demand_up_at_once_and_down_after_it_held() -> None:
     gone = request.withdraw()
     assert gone is not None and gone.as_list() == [] and request.requested == 0
     assert request.withdraw() is None
+
+
+def test_the_render_pool_wants_a_browser_per_render_pages_in_hand_within_its_bounds() -> None:
+    assert render_workers_wanted(0, 2, fewest=1, most=4) == 1  # an idle pool keeps its fewest
+    assert render_workers_wanted(3, 2, fewest=1, most=4) == 2  # 3 pages, 2 at once each
+    assert render_workers_wanted(40, 2, fewest=1, most=4) == 4  # never more than the most
+    assert render_workers_wanted(5, 2, fewest=2, most=2) == 2  # a fixed pool (render_workers_max 0)
+
+
+def test_a_recent_peak_follows_up_at_once_and_down_only_after_the_hold() -> None:
+    clock = FakeClock()
+    peak = RecentPeak(30.0, clock=clock)
+    assert peak.update(1) == 1
+    clock.now += 1
+    assert peak.update(4) == 4  # up at once
+    clock.now += 20
+    assert peak.update(2) == 4  # down: held
+    clock.now += 10.5
+    assert peak.update(2) == 2  # the 4 is over 30 s old
+    peak.clear()
+    assert peak.update(0) == 0

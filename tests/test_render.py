@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import threading
+import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,9 @@ import pytest
 from conftest import assert_each_url_once, committed_warc, local_config, run, wait_until
 from warcio.archiveiterator import ArchiveIterator
 
+from raycrawl.actors.render import HOLD, RenderCaller, RenderPool
+from raycrawl.core.fetch_settings import FetchSettings
+from raycrawl.core.render_jobs import RenderJob, RenderSettings
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.canary import Canary
 from raycrawl.testing.process import gaps_by_host, kill_descendants
@@ -60,7 +65,7 @@ def test_auto_renders_every_shell_politely_and_a_killed_browser_loses_nothing(tm
     done = threading.Event()
     with Canary(CANARY_IP) as canary, scripted_web(canary, spin=True) as web:
         cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path / "out"), delay=DELAY, render="auto",
-                           render_timeout=4.0)  # fmt: skip
+                           render_timeout=4.0, render_screenshots=True)  # fmt: skip
         killer = threading.Thread(target=kill_browsers_when, args=(web, 6, done), daemon=True)
         killer.start()
         try:
@@ -102,25 +107,104 @@ def test_auto_renders_every_shell_politely_and_a_killed_browser_loses_nothing(tm
     for host, gaps in gaps_by_host(requests).items():
         assert min(gaps) >= DELAY, host
 
-    # WARC: each page's response as fetched (or a revisit of the same bytes), and its rendered DOM as a conversion
-    # record referring to it.
+    # WARC: each page's response as fetched (or a revisit of the same bytes), and its rendered DOM and its
+    # screenshot as conversion records referring to it.
     responses: dict[str, str] = {}
     conversions: list[tuple[str, str, bytes]] = []
+    screenshots: list[tuple[str, str, bytes]] = []
     for data in committed_warc(tmp_path / "out"):
         for rec in ArchiveIterator(io.BytesIO(data)):
             headers: Any = rec.rec_headers
             if rec.rec_type in ("response", "revisit"):  # (every shell has the same bytes: revisits of the first)
                 responses[headers.get_header("WARC-Record-ID")] = headers.get_header("WARC-Target-URI")
             elif rec.rec_type == "conversion":
-                conversions.append(
+                kind = conversions if headers.get_header("Content-Type").startswith("text/html") else screenshots
+                kind.append(
                     (
                         headers.get_header("WARC-Refers-To"),
                         headers.get_header("WARC-Target-URI"),
                         rec.content_stream().read(),
                     )
                 )
-    assert len(conversions) == len(expected)
+    assert len(conversions) == len(expected) and len(screenshots) == len(expected)
+    for refers_to, uri, png in screenshots:
+        assert responses[refers_to] == uri and png.startswith(b"\x89PNG\r\n\x1a\n"), uri
     for refers_to, uri, body in conversions:
         assert responses[refers_to] == uri
         if not uri.endswith("/spin"):
             assert b'<a href="/p/' in body or uri.rsplit("/", 1)[-1] in {str(i) for i in range(3, PAGES)}
+
+
+class StepClock:
+    """The pool's clock, moved by the test: a second on every look (each look is a new sample)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fetched(url: str) -> RenderJob:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body, headers, status, reason = (
+            response.read(),
+            list(response.headers.items()),
+            response.status,
+            response.reason,
+        )
+    return RenderJob(url, status, reason, headers, body, not_before=time.time() + DELAY, gap=DELAY)
+
+
+def test_the_pool_grows_with_its_queue_and_lets_go_of_what_it_no_longer_needs() -> None:
+    import ray
+
+    clock = StepClock()
+
+    def looked(what: Any) -> bool:
+        clock.now += 1.0
+        pool.follow()
+        return bool(what())
+
+    with Canary(CANARY_IP) as canary, scripted_web(canary, spin=True) as web:
+        settings = RenderSettings(render_workers=1, render_workers_max=2, render_pages=1, render_timeout=2.0)
+        fetch = FetchSettings(
+            user_agent="raycrawl-test/1", allow_network=tuple(f"{web.graph.ip(h)}/32" for h in range(3))
+        )
+        pool = RenderPool(settings, fetch, autoscaler=False, clock=clock)
+        try:
+            first = pool.actors[0]
+            # Three pages that never settle (2 s each), handed to one actor that renders one at a time: its queue
+            # wants a second actor, which is handed out once its browser runs.
+            spin = web.graph.url(2, 0).rstrip("/") + "/spin"
+            busy = [first.render.remote(fetched(spin)) for _ in range(3)]
+            wait_until(lambda: looked(lambda: len(pool.actors) == 2), 120, "a second render actor")
+            second = pool.actors[1]
+            assert pool.stats()["render_workers_added"] == 1 and pool.stats()["workers_most"] == 2
+            assert all(o.reason == "did not settle within 2 s" for o in ray.get(busy))
+            # Idle for longer than the hold: the pool goes back to its fewest; the actor let go answers "retired",
+            # and a caller that still knows it has its page rendered by the other.
+            clock.now += HOLD
+            wait_until(lambda: looked(lambda: len(pool.actors) == 1), 60, "the pool back to one actor")
+            leaving = next(a for a in (first, second) if a not in pool.actors)
+            page = web.graph.url(0, 0)
+            assert ray.get(leaving.render.remote(fetched(page))).retired
+            outcomes = asyncio_run_all(RenderCaller([first, second]), [fetched(page), fetched(page)])
+            assert all(o.settled and o.html is not None and 'href="/p/1"' in o.html for o in outcomes), outcomes
+            # ... and once it has nothing in hand it ends; a caller that knew it still has its page rendered.
+            wait_until(lambda: looked(lambda: not pool._retiring), 60, "the retired actor ended")
+            outcomes = asyncio_run_all(RenderCaller([first, second]), [fetched(page), fetched(page)])
+            assert all(o.settled and not o.retired for o in outcomes), outcomes
+            final = pool.close()  # (the counters asked of the actors: the retired one's count was kept)
+            assert final["render_workers_retired"] == 1 and final["workers"] == 1 and final["rendered"] == 3 + 4
+        finally:
+            pool.close()
+
+
+def asyncio_run_all(caller: RenderCaller, jobs: list[RenderJob]) -> list[Any]:
+    import asyncio
+
+    async def main() -> list[Any]:
+        return [await caller(job) for job in jobs]
+
+    return asyncio.run(main())

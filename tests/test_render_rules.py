@@ -86,6 +86,7 @@ def test_render_tables_in_toml_and_bad_values(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"render: .*expected a table"):
         read_toml(toml)
     for bad, key in (({"render_rules": ("x=sometimes",)}, "render_rules"), ({"render_workers": 0}, "render_workers"),
-                     ({"render_settle": 30.0}, "render_settle"), ({"render": "maybe"}, "render")):  # fmt: skip
+                     ({"render_settle": 30.0}, "render_settle"), ({"render": "maybe"}, "render"),
+                     ({"render_workers": 2, "render_workers_max": 1}, "render_workers_max")):  # fmt: skip
         with pytest.raises(ConfigError, match=key):
             CrawlConfig(**bad)  # type: ignore[arg-type]

@@ -107,7 +107,11 @@ class Coordinator:
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer, self.egress)
         # Browsers for the pages that need one (actors/render.py): started before the crawl, or the crawl does not
         # start (no Chromium where they run is the operator's to fix, not a thousand error records).
-        self.render_pool = RenderPool(render_settings(cfg), self.fetch_settings) if render_rules(cfg).ever else None
+        self.render_pool = (
+            RenderPool(render_settings(cfg), self.fetch_settings, self.capacity.autoscaler)
+            if render_rules(cfg).ever
+            else None
+        )
         self.crew = self._new_crew()
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)
         self.metrics = CrawlMetrics(self.crawl_id)
@@ -261,8 +265,7 @@ class Coordinator:
             self.output.close()
             self.capacity.withdraw()
             if self.render_pool is not None:
-                self._render_stats = self.render_pool.stats()
-                self.render_pool.close()
+                self._render_stats = self.render_pool.close()
         self._finished = self.loop.user_stop is None
         summary = self._summary()
         self._write_stats(summary)
@@ -339,6 +342,8 @@ class Coordinator:
         self.capacity.look()
         self.loop.task_capacity = self.capacity.tasks
         self.capacity.follow(self.loop.demand())
+        if self.render_pool is not None and self.render_pool.follow():
+            self.crew.set_renderers(self.render_pool.actors)  # (tasks launched from now on use these)
 
     def _launch(self) -> None:
         options: dict[str, Any] = {"num_cpus": self.cfg.fetch_task_cpus}
@@ -540,8 +545,7 @@ class Coordinator:
     def _render_summary(self) -> dict[str, Any]:
         if self.render_pool is None:
             return {}
-        pool = self._render_stats if self._render_stats is not None else self.render_pool.stats()
-        return {"render": pool | {"workers": len(self.render_pool.actors)}}
+        return {"render": self._render_stats if self._render_stats is not None else self.render_pool.stats()}
 
     def _write_stats(self, summary: dict[str, Any]) -> None:
         problem = reporting.write_summary(self.output.storage, summary)

@@ -114,6 +114,11 @@ class Crew:
         ray.get([s.set_partition.remote(p, self.partitions[p]) for p in dead for s in self.shards])
         self.handles = ray.put((self.shards, self.partitions, self.renderers))
 
+    def set_renderers(self, renderers: list[Any]) -> None:
+        """The render pool's actors changed (actors/render.py): fetch tasks launched from now on are given these."""
+        self.renderers = list(renderers)
+        self.handles = ray.put((self.shards, self.partitions, self.renderers))
+
     def dead_partitions(self) -> list[int]:
         refs = [p.stats.remote() for p in self.partitions]
         ray.wait(refs, num_returns=len(refs))

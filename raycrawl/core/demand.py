@@ -49,6 +49,24 @@ class Bundles:
         return [{"CPU": self.cpus}] * self.count
 
 
+class RecentPeak:
+    """The highest value of the last ``hold`` seconds: a level that follows demand up at once and down only after
+    demand has stayed lower that long (hysteresis, so a crawl between two bursts keeps what it has)."""
+
+    def __init__(self, hold: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.hold = hold
+        self._clock = clock
+        self._recent: list[tuple[float, int]] = []  # (when, value): the last ``hold`` seconds
+
+    def update(self, value: int) -> int:
+        now = self._clock()
+        self._recent = [(t, v) for t, v in self._recent if t > now - self.hold] + [(now, value)]
+        return max(v for _, v in self._recent)
+
+    def clear(self) -> None:
+        self._recent = []
+
+
 class CpuRequest:
     """The autoscaler's request, following demand with hysteresis: up at once (at most every ``every`` seconds),
     down to the highest demand of the last ``hold`` seconds, withdrawn (0 bundles) once nothing has been due for
@@ -57,9 +75,9 @@ class CpuRequest:
     def __init__(
         self, task_cpus: float, every: float = 5.0, hold: float = 30.0, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self.task_cpus, self.every, self.hold = task_cpus, every, hold
+        self.task_cpus, self.every = task_cpus, every
         self._clock = clock
-        self._recent: list[tuple[float, int]] = []  # (when, demand): the last ``hold`` seconds
+        self._peak = RecentPeak(hold, clock)
         self._sent: int | None = None  # bundles last asked for
         self._sent_at = -math.inf
 
@@ -71,8 +89,7 @@ class CpuRequest:
     def update(self, demand: int) -> Bundles | None:
         """The crawl's demand now; the request to send, or None when the last one stands."""
         now = self._clock()
-        self._recent = [(t, d) for t, d in self._recent if t > now - self.hold] + [(now, demand)]
-        wanted = max(d for _, d in self._recent)
+        wanted = self._peak.update(demand)
         if wanted == self._sent:
             return None
         if self._sent is not None and wanted > self._sent and now - self._sent_at < self.every:
@@ -84,5 +101,12 @@ class CpuRequest:
         """The crawl ended: ask for nothing (None when nothing was asked)."""
         if not self._sent:
             return None
-        self._sent, self._recent = 0, []
+        self._sent = 0
+        self._peak.clear()
         return Bundles(0, self.task_cpus)
+
+
+def render_workers_wanted(pages_rendering: int, pages_per_worker: int, fewest: int, most: int) -> int:
+    """Render actors worth running for the pages handed to rendering now (rendering or waiting for a browser):
+    enough to render them all at once, between the pool's ``fewest`` and ``most``."""
+    return max(fewest, min(most, math.ceil(pages_rendering / pages_per_worker)))

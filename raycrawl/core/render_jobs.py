@@ -33,6 +33,7 @@ class RenderSettings:
     """The render pool's settings (the config's fields of these names)."""
 
     render_workers: int = 1  # render actors, each with its own browser
+    render_workers_max: int = 0  # the pool grows to this many with its queue (0: stays at render_workers)
     render_pages: int = 2  # pages a render actor renders at once (a context each)
     render_timeout: float = RENDER_TIMEOUT  # seconds for a page's load and settle, its requests included
     render_settle: float = 0.5  # seconds without a request in flight that count as settled
@@ -75,6 +76,7 @@ class RenderOutcome:
     host_free_at: float = 0.0  # wall clock from which the host's next request may go (0: no request was sent)
     restarts: int = 0  # browsers replaced during this page (a crash: the page was tried again)
     screenshot: bytes | None = None
+    retired: bool = False  # the actor asked was leaving the pool: nothing was done, another is to be asked
 
     @property
     def rendered(self) -> bool:
