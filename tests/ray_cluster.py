@@ -44,16 +44,19 @@ class RayHead:
         # of its own sees the machine's /tmp only through what it is given.
         self.temp_dir = tempfile.mkdtemp(prefix="rc-", dir="/tmp")
 
-    def start(self, dashboard: bool = False, cpus: int = 2, max_workers: int = 0) -> None:
+    def start(
+        self, dashboard: bool = False, cpus: int = 2, max_workers: int = 0, worker: dict[str, float] | None = None
+    ) -> None:
         """``ray start --head`` on loopback; with the dashboard (which serves the job API) when asked; with
-        ``max_workers``, an autoscaler of Ray's fake multi-node provider that starts up to that many 1-CPU worker
-        nodes on this machine (as processes of this cluster: ``kill`` ends them too)."""
+        ``max_workers``, an autoscaler of Ray's fake multi-node provider that starts up to that many worker nodes
+        offering ``worker`` (1 CPU unless told) on this machine (as processes of this cluster: ``kill`` ends them
+        too)."""
         port, dashboard_port, *option_ports = free_ports(9)
         command = ["ray", "start", "--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={cpus}"]
         command += [f"--temp-dir={self.temp_dir}"]
         if max_workers:
             config = Path(self.temp_dir) / "autoscaling.json"  # (YAML is a superset of JSON)
-            config.write_text(json.dumps(fake_autoscaling_config(port, max_workers)))
+            config.write_text(json.dumps(fake_autoscaling_config(port, max_workers, worker)))
             command += [f"--autoscaling-config={config}"]
             self.env |= {"RAY_FAKE_CLUSTER": "1", "AUTOSCALER_UPDATE_INTERVAL_S": "1"}
         for option in (
@@ -93,7 +96,7 @@ class RayHead:
         shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
-def fake_autoscaling_config(port: int, max_workers: int) -> dict[str, Any]:
+def fake_autoscaling_config(port: int, max_workers: int, worker: dict[str, float] | None = None) -> dict[str, Any]:
     """An autoscaling config for Ray's fake multi-node provider (worker nodes are local ``ray start`` processes):
     a head that takes no workers of its own type and a 1-CPU worker type from 0 to ``max_workers``, released
     after ~12 s idle. ``use_node_id_as_ip``: without it idle nodes are never removed."""
@@ -114,7 +117,12 @@ def fake_autoscaling_config(port: int, max_workers: int) -> dict[str, Any]:
         "head_node_type": "ray.head.default",  # (the name the fake provider gives the head that `ray start` made)
         "available_node_types": {
             "ray.head.default": {"resources": empty, "node_config": empty, "max_workers": 0},
-            "worker": {"resources": {"CPU": 1}, "node_config": empty, "min_workers": 0, "max_workers": max_workers},
+            "worker": {
+                "resources": worker or {"CPU": 1},
+                "node_config": empty,
+                "min_workers": 0,
+                "max_workers": max_workers,
+            },
         },
         "file_mounts": empty,
         "cluster_synced_files": [],
