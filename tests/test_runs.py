@@ -71,6 +71,19 @@ def test_a_due_host_is_leased_a_run_each_lease_after_the_one_before() -> None:
     assert [x.url for x in frontier.lease(10, horizon=0.3)] == urls[4:8]
 
 
+def test_a_run_keeps_the_delay_an_operator_set_for_its_host() -> None:
+    clock, frontier, _, run = a_run(20)
+    answer(frontier, run, clock.now)
+    assert frontier.set_delay("a.test", 0.1)
+    clock.now += 1.0
+    run = frontier.lease(10, horizon=0.3)
+    assert len(run) > 1 and {x.gap for x in run[1:]} == {0.1}, run
+    answer(frontier, run, clock.now)
+    assert frontier.set_delay("a.test", 5.0)  # longer than the horizon: one URL at a time
+    clock.now += 10.0
+    assert len(frontier.lease(10, horizon=0.3)) == 1
+
+
 def test_a_run_holds_as_many_gaps_as_the_horizon_and_no_more_than_the_quota() -> None:
     clock = Clock()
     frontier = shard(clock, delay=0.25, run_length=8)
