@@ -156,7 +156,10 @@ def test_the_budget_in_redis_keeps_the_same_rules_for_crawls_and_for_any_process
             answers = []
             for side, budget in enumerate((memory, shared if crawl != "tool" else other_process)):
                 got = budget.reserve(crawl, asks)
-                answers.append([(type(g).__name__, g.host, getattr(g, "at", getattr(g, "until", None))) for g in got])
+                answers.append(
+                    [(type(g).__name__, g.host, getattr(g, "at", getattr(g, "until", None)), getattr(g, "delay", None))
+                     for g in got]
+                )  # fmt: skip
                 for g in got:
                     if isinstance(g, Grant):
                         tokens[(side, sum(1 for k in tokens if k[0] == side))] = g.token
@@ -188,11 +191,14 @@ def test_two_crawls_frontiers_on_one_budget_never_send_to_a_host_closer_than_the
     for crawl, shard in shards.items():
         shard.push([UrlEntry(f"http://h.test/{crawl}{i}", 1) for i in range(20)])
     sent: list[tuple[float, float, str]] = []  # (sent, ended, crawl)
+    gaps: dict[str, set[float]] = {crawl: set() for crawl in shards}  # the page leases' gaps, by crawl
     answers: list[tuple[float, str, Ack]] = []  # (when it comes, to which crawl, the ack)
     while clock.now < 1030.0:
         for crawl, shard in shards.items():
             for lease in shard.lease(10, horizon=0.3):
                 at = max(clock.now, lease.not_before)
+                if lease.kind == "page":
+                    gaps[crawl].add(lease.gap)
                 ended = at + 0.05
                 sent.append((at, ended, crawl))
                 status = 404 if lease.kind == "robots" else 200
@@ -206,6 +212,8 @@ def test_two_crawls_frontiers_on_one_budget_never_send_to_a_host_closer_than_the
     for (_, ended, _), (start, _, _) in itertools.pairwise(sent):
         assert start >= ended + max(delays.values()) - 1e-9, (ended, start)
     assert shards["a"].counters["shared_waits"] > 0
+    # A lease's gap (what a rendered page's scripts keep between their requests) is the strictest delay too.
+    assert gaps == {"a": {1.0}, "b": {1.0}}
 
 
 def test_after_a_restart_every_host_counts_as_just_asked_for_and_a_dead_crawl_is_forgotten() -> None:

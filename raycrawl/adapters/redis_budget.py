@@ -65,7 +65,8 @@ for i = 8, #ARGV, 3 do
     end
     if #waiters > 0 then redis.call('HDEL', hkey, unpack(waiters)) end
     redis.call('HSET', hkey, 'last', string.format('%.17g', at), 'holder', crawl)
-    table.insert(out, {'g', tostring(token), string.format('%.17g', at), tostring(expired)})
+    table.insert(out, {'g', tostring(token), string.format('%.17g', at), string.format('%.17g', strictest),
+      tostring(expired)})
   end
 end
 return out
@@ -116,7 +117,7 @@ class RedisHostBudget:
             kind, *values = (v.decode() if isinstance(v, bytes) else str(v) for v in row)
             self.expired += int(values[-1])
             if kind == "g":
-                answers.append(Grant(ask.host, int(values[0]), float(values[1])))
+                answers.append(Grant(ask.host, int(values[0]), float(values[1]), float(values[2])))
             else:
                 answers.append(Wait(ask.host, float(values[0])))
         return answers

@@ -540,21 +540,23 @@ class FrontierShard:
                 self.counters["shared_waits"] += 1
                 self._schedule(hs)
                 continue
-            lease = self._lease_host(hs, max(now, answer.at))
+            lease = self._lease_host(hs, max(now, answer.at), answer.delay)
             self._budget_tokens[lease.lease_id] = (hs.key, answer.token)
             out.append(lease)
         self.counters["leased"] += len(out)
         return out
 
-    def _lease_host(self, hs: HostState, earliest: float) -> Lease:
-        """One lease of a due host, as ``lease`` makes them (its robots.txt first when it has none fresh)."""
+    def _lease_host(self, hs: HostState, earliest: float, shared_delay: float) -> Lease:
+        """One lease of a due host, as ``lease`` makes them (its robots.txt first when it has none fresh); its gap
+        is the strictest delay of the crawls sharing the host (a rendered page's scripts keep it too)."""
         ttl = self.settings.lease_ttl
         not_before = max(hs.next_allowed, hs.blocked_until, earliest)
         robots = hs.robots
         lease_id = self._next_lease_id
         if robots is not None and robots.expires_at > not_before and robots.verdict != "unreachable":
             entry = hs.queue.pop()
-            lease = Lease(lease_id, self.shard_id, entry.kind, not_before, not_before + ttl, entry, 0, hs.delay)
+            gap = max(hs.delay, shared_delay)
+            lease = Lease(lease_id, self.shard_id, entry.kind, not_before, not_before + ttl, entry, 0, gap)
             self._queued -= 1
         else:
             if robots is not None and robots.expires_at > not_before:

@@ -43,6 +43,7 @@ class Grant:
     host: str
     token: int
     at: float
+    delay: float = 0.0  # the host's delay now, the strictest of the crawls': what a rendered page's scripts keep
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +117,7 @@ class HostBudget:
             self._next_token += 1
             host.out[token] = (crawl, at + self.ttl)
             host.last = at  # (provisional: the next slot counts from the exchange's end, which its release says)
-            out.append(Grant(ask.host, token, at))
+            out.append(Grant(ask.host, token, at, host.delay(now)))
         return out
 
     def release(self, crawl: str, done: Sequence[tuple[str, int, float]]) -> None:
