@@ -60,7 +60,7 @@ def smallest_gap(requests: list[dict[str, Any]]) -> dict[str, float]:
 def both(head: RayHead, web: TestWeb, out: Path, name: str, *flags: str) -> list[dict[str, Any]]:
     """Two crawls of every host at once, to their end: the requests the server saw from them."""
     seeds = web.graph.seeds()
-    jobs = [submit(head, f"{name}-{n}", out / f"{name}-{n}", seeds, "--max-pages", "250", *flags) for n in (1, 2)]
+    jobs = [submit(head, f"{name}-{n}", out / f"{name}-{n}", seeds, "--max-pages", "100", *flags) for n in (1, 2)]
     wait_until(lambda: all(job_state(head, job) in TERMINAL for job in jobs), 300, f"the {name} jobs' end")
     assert [job_state(head, job) for job in jobs] == ["SUCCEEDED", "SUCCEEDED"]
     return [r for r in web.requests() if r["ua"].startswith(f"{name}-")]
@@ -80,8 +80,8 @@ def test_submitted_crawls_share_one_budget_per_host_and_a_killed_one_gives_its_h
             seeds = web.graph.seeds()
             shared_flag = ("--shared-politeness", "cluster")
             submit(head, "doomed", tmp_path / "doomed", seeds, *shared_flag)
-            wait_until(lambda: sum(r["ua"] == "doomed/1.0" for r in web.requests()) >= 30, 120, "doomed crawling")
-            survivor = submit(head, "survivor", tmp_path / "survivor", seeds, "--max-pages", "120", *shared_flag)
+            wait_until(lambda: sum(r["ua"] == "doomed/1.0" for r in web.requests()) >= 20, 120, "doomed crawling")
+            survivor = submit(head, "survivor", tmp_path / "survivor", seeds, "--max-pages", "60", *shared_flag)
             wait_until(lambda: any(r["ua"] == "survivor/1.0" for r in web.requests()), 120, "the survivor crawling")
             drivers = [pid for pid, (_, cmdline) in process_table().items()
                        if b"jobs/crawl.py" in cmdline and b"doomed" in cmdline]  # fmt: skip
@@ -100,7 +100,7 @@ def test_submitted_crawls_share_one_budget_per_host_and_a_killed_one_gives_its_h
     assert doomed_after == []  # (it is dead)
     together = [r for r in requests if r["ua"] in ("doomed/1.0", "survivor/1.0")]
     assert min(smallest_gap(together).values()) >= DELAY - 0.005  # (one client through the kill too)
-    assert len({(r["ip"], r["path"]) for r in survivor_requests}) >= 100
+    assert len({(r["ip"], r["path"]) for r in survivor_requests}) >= 50
     print(
         f"smallest gap: apart {min(apart.values()):.3f} s, shared {min(shared.values()):.3f} s; "
         f"survivor ended {ended_at - killed_at:.0f} s after the kill (ttl 180 s)"
