@@ -20,6 +20,7 @@ from raycrawl.core.render_jobs import RenderJob, RenderOutcome, RenderSettings
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.canary import Canary
 from raycrawl.testing.process import gaps_by_host, kill_descendants
+from raycrawl.testing.tinyproxy import TinyProxy
 
 GAP = 0.3
 CANARY_IP = "127.0.0.97"
@@ -127,3 +128,30 @@ def test_a_browser_is_replaced_after_its_pages_and_screenshots_are_taken(web: Te
     assert all(o.settled and o.restarts == 0 for o in outcomes), outcomes
     assert (launched, replaced) == (2, 2)  # (a new browser for the second page; the second retired after it too)
     assert all(o.screenshot is not None and o.screenshot.startswith(b"\x89PNG\r\n") for o in outcomes)
+
+
+def test_a_page_that_came_through_a_proxy_sends_its_scripts_requests_through_it(web: TestWeb) -> None:
+    started = time.time()
+    with TinyProxy("render-proxy") as proxy:
+        fetch = FetchSettings(
+            user_agent="raycrawl-test/1", allow_network=(f"{web.graph.ip(0)}/32",), proxies=(proxy.url,)
+        )
+        job = job_for(web.graph.url(0, 1))
+        job.proxy = 0  # (the page's lease went through the crawl's first proxy)
+
+        async def main() -> RenderOutcome:
+            renderer = Renderer(RenderSettings(), fetch)
+            try:
+                return await renderer.render(job)
+            finally:
+                await renderer.close()
+
+        outcome = asyncio.run(main())
+        through_proxy = proxy.requests()
+    assert outcome.settled and outcome.html is not None and 'href="/p/3"' in outcome.html, outcome
+    # Both logs agree: the script's two requests reached the server through the proxy, and only through it.
+    scripts = [r for r in requests_to(web, 0, started) if r["path"] != "/p/1"]
+    assert [r["path"] for r in scripts] == ["/app.js", "/data/1.json"]
+    assert all("render-proxy" in str(r.get("via", "")) for r in scripts), scripts
+    base = web.graph.url(0, 0).rstrip("/")
+    assert [u for u in through_proxy if u.startswith(base)] == [base + "/app.js", base + "/data/1.json"]

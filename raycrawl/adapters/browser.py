@@ -33,7 +33,15 @@ import psutil
 from playwright.async_api import Browser, Playwright, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from raycrawl.adapters.fetcher import AddressGuard, BlockedAddress, GuardedResolver, read_body, sleep_until
+from raycrawl.adapters.egress import Egress
+from raycrawl.adapters.fetcher import (
+    AddressGuard,
+    BlockedAddress,
+    GuardedResolver,
+    check_target,
+    read_body,
+    sleep_until,
+)
 from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS
 from raycrawl.core.fetch_settings import FetchSettings
@@ -115,7 +123,10 @@ class Renderer:
         self.settings = settings
         self.fetch = fetch
         self._guard = AddressGuard(fetch)
-        self._resolver = GuardedResolver(self._guard, dict(fetch.resolve))
+        self._egress = Egress(
+            fetch.proxies
+        )  # (a page that came through a proxy: its scripts' requests go the same way)
+        self._resolver = GuardedResolver(self._guard, dict(fetch.resolve), self._egress.hostnames)
         self._executable = chromium_path(settings.render_browser)
         self._playwright: Playwright | None = None
         self._current: _Browser | None = None
@@ -139,6 +150,7 @@ class Renderer:
         if self._current is not None:
             await self._close(self._current)
             self._current = None
+        await self._egress.close()
         if self._session is not None:
             await self._session.close()
         if self._playwright is not None:
@@ -292,7 +304,7 @@ class Renderer:
         """A subresource request of the page's host, in its turn; None if it failed (the browser is told so)."""
         job, f = state.job, self.fetch
         headers = {k: v for k, v in asked.items() if k.lower() in FORWARDED_HEADERS}
-        session = await self._http()
+        session, via = await self._http(), dict[str, Any]()
         async with state.lock:
             await sleep_until(state.free_at)
             if state.over:
@@ -301,7 +313,12 @@ class Renderer:
             sent_at = time.time()
             try:
                 async with asyncio.timeout(f.fetch_deadline):
-                    async with session.get(url, headers=headers, allow_redirects=False) as response:
+                    if job.proxy >= 0:
+                        host = urlsplit(url).hostname or ""
+                        if not is_ip_literal(host):  # (the proxy connects: the name is checked where it resolves here)
+                            await check_target(self._resolver, host)
+                        session, via = self._egress.route(job.proxy, session)
+                    async with session.get(url, headers=headers, allow_redirects=False, **via) as response:
                         body, _ = await read_body(response, f.max_body_bytes)
                         kept = {k: v for k, v in response.headers.items() if k.lower() not in DROPPED_HEADERS}
                         status = response.status

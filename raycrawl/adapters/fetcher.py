@@ -116,6 +116,15 @@ class AddressGuard:
         return address_allowed(address, self._allow_private, self._networks)
 
 
+async def check_target(resolver: GuardedResolver, host: str) -> None:
+    """A target (a name) behind a proxy, held to the address guard where its name resolves here (BlockedAddress);
+    a name this machine cannot resolve is the proxy's to resolve."""
+    try:
+        await resolver.resolve(host)
+    except OSError:
+        return
+
+
 class GuardedResolver(AbstractResolver):
     """aiohttp's resolver for names: ``--resolve`` overrides, else the system's lookup; only allowed addresses.
 
@@ -405,14 +414,11 @@ class Fetcher:
             if not verdict.shell:
                 return
             because = f"looks like a shell: {verdict.reason}"
-        if lease.proxy >= 0:  # (its scripts' requests would go out directly: the page is kept as fetched)
-            ex.render = RenderOutcome(reason="not rendered: the page came through a proxy", because=because)
-            return
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in ex.raw_headers]
         job = RenderJob(
             lease.request_url, r.status, ex.reason, [(k, v) for k, v in headers if k.lower() not in TRANSFER_HEADERS],
             ex.body, r.ended_at + gap_after(lease.gap, s.delay_factor, s.max_delay, r.ended_at - r.sent_at),
-            lease.gap, s.delay_factor, s.max_delay,
+            lease.gap, s.delay_factor, s.max_delay, lease.proxy,  # (its scripts' requests go the page's way)
         )  # fmt: skip
         try:
             async with asyncio.timeout(render_bound(s.render_timeout)):
@@ -434,7 +440,7 @@ class Fetcher:
         session, via = self._session, dict[str, Any]()
         if r.lease.proxy >= 0:
             if not is_ip_literal(host):  # (the target is checked where its name resolves here: the proxy connects)
-                await self._check_target(host)
+                await check_target(self._resolver, host)
             session, via = self._egress.route(r.lease.proxy, session)
             ex.proxy = self._egress.name(r.lease.proxy)
         r.sent_at = time.time()
@@ -451,14 +457,6 @@ class Fetcher:
             if ex.proxy is not None and type(exc).__name__ in CONNECT_ERRORS:  # (aiohttp-socks' own)
                 raise ProxyUnreachable(type(exc).__name__) from None
             raise
-
-    async def _check_target(self, host: str) -> None:
-        """A target behind a proxy, held to the address guard where its name resolves here (BlockedAddress); a
-        name this machine cannot resolve is the proxy's to resolve."""
-        try:
-            await self._resolver.resolve(host)
-        except OSError:
-            return
 
     async def _received(self, response: aiohttp.ClientResponse, ex: _Exchange, limit: int) -> None:
         r = ex.result

@@ -58,6 +58,7 @@ class RenderJob:
     gap: float  # the host's delay (its base: the latency term is added per exchange, as in a run)
     delay_factor: float = 1.0
     max_delay: float = 60.0
+    proxy: int = -1  # the proxy (an index into the crawl's) the page came through: its scripts' requests too
 
 
 @compact_pickle
