@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import LOOPBACK, assert_each_url_once
+from conftest import LOOPBACK, assert_each_url_once, wait_until
 from ray_cluster import RayHead, process_table
 
 from raycrawl.adapters.output import read_pages
@@ -78,7 +78,6 @@ def test_render_actors_run_on_browser_nodes_the_autoscaler_adds_for_their_queue(
                     crawl.kill()
                 _, err = crawl.communicate(timeout=60)
             requests = web.requests()
-            after = render_actor_nodes(head)
         assert canary.connections == 0
     assert crawl.returncode == 0, err[-3000:]
 
@@ -88,7 +87,7 @@ def test_render_actors_run_on_browser_nodes_the_autoscaler_adds_for_their_queue(
     assert seen, "no render actor seen running"
     assert all(HEAD_NODE not in node and b"browser" in node for node in seen)
     assert max(len(set(sample)) for sample in samples) == 2, [len(s) for s in samples]
-    assert after == []
+    wait_until(lambda: render_actor_nodes(head) == [], 30, "the render actors' end with the crawl")
     stats = json.loads((out / "stats.json").read_text())
     render = stats["render"]
     assert render["workers_most"] == 2 and render["render_workers_added"] >= 1, render
