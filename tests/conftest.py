@@ -6,12 +6,14 @@ import os
 import shutil
 import subprocess
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from raycrawl.core.render_jobs import RenderJob
 from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -198,3 +200,25 @@ def warc_page_responses(out: Any) -> Counter[str]:
             if rec.rec_type == "response" and not uri.endswith("/robots.txt"):
                 counts[canonicalize(uri, DEFAULT_TRACKING_PARAMS) or uri] += 1
     return counts
+
+
+class FakeClock:
+    """A clock the test moves (``clock.now += seconds``), for code that takes its clock injected."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fetched_page(url: str, gap: float) -> RenderJob:
+    """A page as a fetch worker hands it to rendering: fetched once, here, its host's next request ``gap`` later."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        body, headers, status, reason = (
+            response.read(),
+            list(response.headers.items()),
+            response.status,
+            response.reason,
+        )
+    return RenderJob(url, status, reason, headers, body, not_before=time.time() + gap, gap=gap)

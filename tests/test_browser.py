@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from conftest import fetched_page
 
 from raycrawl.adapters.browser import Renderer
 from raycrawl.core.fetch_settings import FetchSettings
@@ -44,12 +44,7 @@ def fetch_settings(web: TestWeb) -> FetchSettings:
 
 
 def job_for(url: str) -> RenderJob:
-    """The page as a fetch worker would hand it over: fetched once, here, its host's next request a gap later."""
-    with urllib.request.urlopen(url, timeout=10) as response:
-        body = response.read()
-        headers = list(response.headers.items())
-        status, reason = response.status, response.reason
-    return RenderJob(url, status, reason, headers, body, not_before=time.time() + GAP, gap=GAP)
+    return fetched_page(url, GAP)
 
 
 def render(settings: RenderSettings, web: TestWeb, urls: list[str], during: float | None = None) -> list[RenderOutcome]:

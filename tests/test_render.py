@@ -7,16 +7,15 @@ private address, which a render must refuse. What is asserted is what the server
 
 from __future__ import annotations
 
+import asyncio
 import io
 import threading
-import time
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import assert_each_url_once, committed_warc, local_config, run, wait_until
+from conftest import FakeClock, assert_each_url_once, committed_warc, fetched_page, local_config, run, wait_until
 from warcio.archiveiterator import ArchiveIterator
 
 from raycrawl.actors.render import HOLD, RenderCaller, RenderPool
@@ -135,31 +134,10 @@ def test_auto_renders_every_shell_politely_and_a_killed_browser_loses_nothing(tm
             assert b'<a href="/p/' in body or uri.rsplit("/", 1)[-1] in {str(i) for i in range(3, PAGES)}
 
 
-class StepClock:
-    """The pool's clock, moved by the test: a second on every look (each look is a new sample)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def fetched(url: str) -> RenderJob:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        body, headers, status, reason = (
-            response.read(),
-            list(response.headers.items()),
-            response.status,
-            response.reason,
-        )
-    return RenderJob(url, status, reason, headers, body, not_before=time.time() + DELAY, gap=DELAY)
-
-
 def test_the_pool_grows_with_its_queue_and_lets_go_of_what_it_no_longer_needs() -> None:
     import ray
 
-    clock = StepClock()
+    clock = FakeClock()  # (moved a second on every look: each look is a new sample)
 
     def looked(what: Any) -> bool:
         clock.now += 1.0
@@ -177,7 +155,7 @@ def test_the_pool_grows_with_its_queue_and_lets_go_of_what_it_no_longer_needs() 
             # Three pages that never settle (2 s each), handed to one actor that renders one at a time: its queue
             # wants a second actor, which is handed out once its browser runs.
             spin = web.graph.url(2, 0).rstrip("/") + "/spin"
-            busy = [first.render.remote(fetched(spin)) for _ in range(3)]
+            busy = [first.render.remote(fetched_page(spin, DELAY)) for _ in range(3)]
             wait_until(lambda: looked(lambda: len(pool.actors) == 2), 120, "a second render actor")
             second = pool.actors[1]
             assert pool.stats()["render_workers_added"] == 1 and pool.stats()["workers_most"] == 2
@@ -188,12 +166,16 @@ def test_the_pool_grows_with_its_queue_and_lets_go_of_what_it_no_longer_needs() 
             wait_until(lambda: looked(lambda: len(pool.actors) == 1), 60, "the pool back to one actor")
             leaving = next(a for a in (first, second) if a not in pool.actors)
             page = web.graph.url(0, 0)
-            assert ray.get(leaving.render.remote(fetched(page))).retired
-            outcomes = asyncio_run_all(RenderCaller([first, second]), [fetched(page), fetched(page)])
+            assert ray.get(leaving.render.remote(fetched_page(page, DELAY))).retired
+            outcomes = asyncio_run_all(
+                RenderCaller([first, second]), [fetched_page(page, DELAY), fetched_page(page, DELAY)]
+            )
             assert all(o.settled and o.html is not None and 'href="/p/1"' in o.html for o in outcomes), outcomes
             # ... and once it has nothing in hand it ends; a caller that knew it still has its page rendered.
             wait_until(lambda: looked(lambda: not pool._retiring), 60, "the retired actor ended")
-            outcomes = asyncio_run_all(RenderCaller([first, second]), [fetched(page), fetched(page)])
+            outcomes = asyncio_run_all(
+                RenderCaller([first, second]), [fetched_page(page, DELAY), fetched_page(page, DELAY)]
+            )
             assert all(o.settled and not o.retired for o in outcomes), outcomes
             final = pool.close()  # (the counters asked of the actors: the retired one's count was kept)
             assert final["render_workers_retired"] == 1 and final["workers"] == 1 and final["rendered"] == 3 + 4
@@ -202,8 +184,6 @@ def test_the_pool_grows_with_its_queue_and_lets_go_of_what_it_no_longer_needs() 
 
 
 def asyncio_run_all(caller: RenderCaller, jobs: list[RenderJob]) -> list[Any]:
-    import asyncio
-
     async def main() -> list[Any]:
         return [await caller(job) for job in jobs]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import FakeClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,21 +15,13 @@ from raycrawl.core.seen_partition import SeenPartition
 TTL = 100.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def inner(kind: str) -> SeenSet:
     return ExactSeenSet() if kind == "exact" else BloomSeenSet(10_000, 1e-6)
 
 
 @pytest.mark.parametrize("kind", ["exact", "bloom"])
 def test_a_mark_lasts_its_ttl_then_the_url_is_new_again(kind: str) -> None:
-    clock = Clock()
+    clock = FakeClock(1_000_000.0)
     seen = ExpiringSeenSet(lambda: inner(kind), TTL, clock)
     assert seen.add_new([1, 2, 2]) == [True, True, False]
     clock.now += TTL - 0.001
@@ -40,7 +33,7 @@ def test_a_mark_lasts_its_ttl_then_the_url_is_new_again(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", ["exact", "bloom"])
 def test_a_touched_mark_lasts_a_ttl_from_its_touch(kind: str) -> None:
-    clock = Clock()
+    clock = FakeClock(1_000_000.0)
     seen = ExpiringSeenSet(lambda: inner(kind), TTL, clock)
     seen.add_new([7, 8])
     clock.now += TTL * 0.9
@@ -59,7 +52,7 @@ def test_a_fingerprint_is_new_exactly_when_no_mark_of_it_is_younger_than_the_ttl
 ) -> None:
     """The model: a mark made at t is seen at t' when t' - t < ttl and not when t' - t >= ttl + ttl / SPANS (between,
     either is right: generations are dropped whole)."""
-    clock = Clock()
+    clock = FakeClock(1_000_000.0)
     start = clock.now
     seen = ExpiringSeenSet(ExactSeenSet, TTL, clock)
     marked: dict[int, float] = {}
@@ -81,7 +74,7 @@ def test_a_fingerprint_is_new_exactly_when_no_mark_of_it_is_younger_than_the_ttl
 
 @pytest.mark.parametrize("kind", ["exact", "bloom"])
 def test_a_partition_with_an_expiry_is_saved_and_restored_whole_and_by_its_changes(kind: str) -> None:
-    clock = Clock()
+    clock = FakeClock(1_000_000.0)
 
     def partition() -> SeenPartition:
         return SeenPartition(kind, 10_000, 1e-6, ttl=TTL, clock=clock)  # type: ignore[arg-type]
@@ -107,7 +100,7 @@ def test_a_partition_with_an_expiry_is_saved_and_restored_whole_and_by_its_chang
 
 
 def test_a_plain_checkpoint_restored_with_an_expiry_counts_its_marks_from_the_restore() -> None:
-    clock = Clock()
+    clock = FakeClock(1_000_000.0)
     plain = SeenPartition("exact", 1000, 0.01)
     from array import array
 

@@ -593,9 +593,9 @@ class FrontierShard:
         robots.txt stays fresh. Taken from the queue; the caller counts them."""
         robots = hs.robots
         # (an operator's set-delay replaces the host's delay: its runs keep it too)
-        override = hs.delay_override
-        gap = base_gap(self.settings.policy, robots.crawl_delay if robots is not None else None)
-        gap = override if override is not None else gap
+        gap = hs.delay_override
+        if gap is None:
+            gap = base_gap(self.settings.policy, robots.crawl_delay if robots is not None else None)
         size = min(run_size(self.settings.run_length, gap, max(0.0, limit - head.not_before)) - 1, room)
         if size <= 0 or robots is None or robots.expires_at <= limit + gap * size:
             return []
