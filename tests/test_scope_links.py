@@ -184,3 +184,26 @@ def test_fast_href_resolution_agrees_with_urljoin(base: str, href: str) -> None:
     origin = _HTTP_ORIGIN.match(base)
     absolute = resolve_href(base, origin.group() if origin else None, href)
     assert (canonicalize(absolute) if absolute is not None else None) == expected
+
+
+_ELEMENT = st.sampled_from(
+    ['<a href="/a{}">a</a>', "<a>no href {}</a>", "<a href>empty {}</a>", '<area href="/area{}">',
+     '<base href="http://base{}.test/">', "<base>{}", '<svg><a href="/svg{}">s</a></svg>', "<p>{}</p>",
+     '<A HREF="/upper{}">u</A>', '<map><area href="/map{}"></map>']
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_ELEMENT, max_size=12))
+def test_anchors_by_tag_are_the_anchors_by_selector(elements: list[str]) -> None:
+    """Anchors are found by tag name (a CSS query costs more than a light page's parse): the same elements, in the
+    same order, as the selector ``a[href], area[href]``, and the same base as ``base[href]``."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    from raycrawl.core.links import _anchors, _base_href
+
+    tree = LexborHTMLParser("<html><body>" + "".join(e.format(i) for i, e in enumerate(elements)))
+    by_selector = [(n.tag, n.attrs.get("href")) for n in tree.css("a[href], area[href]")]
+    assert [(n.tag, n.attrs.get("href")) for n in _anchors(tree)] == by_selector
+    base = tree.css_first("base[href]")
+    assert _base_href(tree) == (None if base is None else base.attrs.get("href"))

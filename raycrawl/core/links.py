@@ -14,6 +14,7 @@ from urllib.parse import urljoin
 
 import webencodings
 from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborNode as Node
 
 from raycrawl.core.media_types import media_type
 from raycrawl.core.urls import C0_OR_SPACE, link_forms
@@ -94,11 +95,9 @@ def extract_links(
     and at most ``SCAN_FACTOR x max_links`` anchors looked at, so the work is bounded however many there are."""
     tree = LexborHTMLParser(html)
     base = page_url
-    base_node = tree.css_first("base[href]")
-    if base_node is not None:
-        href = base_node.attributes.get("href")
-        if href:
-            base = urljoin(page_url, href.strip(C0_OR_SPACE))
+    href = _base_href(tree)
+    if href:
+        base = urljoin(page_url, href.strip(C0_OR_SPACE))
     tracking = tuple(tracking_params)
     origin_match = _HTTP_ORIGIN.match(base)
     base_origin = origin_match.group() if origin_match else None
@@ -106,7 +105,7 @@ def extract_links(
     out = PageLinks()
     links, spellings = out.urls, out.spellings
     seen: set[str] = set()
-    anchors = tree.css("a[href], area[href]")
+    anchors = _anchors(tree)
     if len(anchors) > SCAN_FACTOR * max_links:
         out.capped = True
         anchors = anchors[: SCAN_FACTOR * max_links]
@@ -126,6 +125,23 @@ def extract_links(
                 out.capped = out.capped or len(hrefs) < len(anchors)
                 break
     return out
+
+
+# Elements are found by tag, not by CSS selector: lexbor compiles a selector on every query, ~75 us each -- twice
+# what parsing a light page costs (benchmarks/README.md, issue 32).
+
+
+def _base_href(tree: LexborHTMLParser) -> str | None:
+    """The first ``base`` element with an ``href``: its value (what ``base[href]`` selects)."""
+    node = next((node for node in tree.tags("base") if "href" in node.attrs), None)
+    return None if node is None else node.attrs.get("href")
+
+
+def _anchors(tree: LexborHTMLParser) -> list[Node]:
+    """The ``a`` and ``area`` elements with an ``href``, in document order (what ``a[href], area[href]`` selects)."""
+    if tree.tags("area"):  # (rare: both kinds, in document order, are the selector engine's walk)
+        return list(tree.css("a[href], area[href]"))
+    return [node for node in tree.tags("a") if "href" in node.attrs]
 
 
 _HTTP_ORIGIN = re.compile(r"https?://[^/?#]*")
