@@ -352,9 +352,8 @@ class Coordinator:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(home, soft=True)
         for batches in self.loop.to_launch():
             refs = [b.ref for b in batches]
-            task = fetch_batch.options(**options).remote(
-                self._fetch_settings_ref, self._epoch, self.crew.handles, *refs
-            )
+            shared = [self._fetch_settings_ref, self.crew.handles]  # (in a list: resolved by the task, once)
+            task = fetch_batch.options(**options).remote(shared, self._epoch, *refs)
             self.loop.launched(task, batches)
 
     def _wait(self, round_started: float) -> None:

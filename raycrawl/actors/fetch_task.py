@@ -36,11 +36,28 @@ SETTLE_EVERY = 0.02
 SETTLE_BATCH = 64  # ... or until this many are waiting
 CLAIM_TIMEOUT = 30.0  # seconds a partition may take to answer a batch's payload claims (then: written whole)
 
+# What every task of a crawl shares -- its fetch settings and the actor handles (shards, partitions, renderers) --
+# comes as references inside a list, which Ray leaves unresolved, and is fetched once per worker process: given as
+# plain arguments, each task deserialised every actor handle again (~5% of a fetch worker, benchmarks/README.md).
+# Only the newest of each is kept (a rebuilt partition makes new handles; a finished crawl's go with the next).
+_SHARED: dict[tuple[str, ...], list[Any]] = {}
+
+
+def _shared(refs: list[Any]) -> list[Any]:
+    key = tuple(ref.hex() for ref in refs)
+    values = _SHARED.get(key)
+    if values is None:
+        values = ray.get(refs)
+        _SHARED.clear()
+        _SHARED[key] = values
+    return values
+
 
 @ray.remote(max_retries=0)
-def fetch_batch(
-    settings: FetchSettings, epoch: int, handles: tuple[list[Any], list[Any], list[Any]], *batches: list[Lease]
-) -> int:
+def fetch_batch(shared: list[Any], epoch: int, *batches: list[Lease]) -> int:
+    """``shared``: [a reference to the crawl's FetchSettings, one to its (shards, partitions, renderers)]."""
+    settings: FetchSettings
+    settings, handles = _shared(shared)
     shards, partitions, renderers = handles
     fetcher = fetcher_for(settings)
     fetcher.renderer = RenderCaller(renderers) if renderers else None  # (the crawl's render pool: actors/render.py)

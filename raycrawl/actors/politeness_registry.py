@@ -21,11 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import ray
-import redis
 from ray.exceptions import ActorUnavailableError, RayActorError
 from ray.experimental import internal_kv
 
-from raycrawl.adapters.redis_budget import RedisHostBudget
 from raycrawl.core.host_budget import Ask, BudgetClient, Grant, HostBudget, Release, Wait
 
 REGISTRY_NAME = "politeness"
@@ -104,6 +102,10 @@ class RedisClient:
     """A shard's ``BudgetClient`` on a budget kept in Redis."""
 
     def __init__(self, url: str, crawl: str) -> None:
+        import redis  # (here: only a budget kept in Redis needs it, and every shard imports this module)
+
+        from raycrawl.adapters.redis_budget import RedisHostBudget
+
         self._budget = RedisHostBudget(redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=10))
         self._crawl = crawl
 

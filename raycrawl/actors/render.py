@@ -20,17 +20,19 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import ray
 from ray.exceptions import GetTimeoutError
 
 from raycrawl.actors.placement import ACTOR_LOST
-from raycrawl.adapters.browser import BrowserUnavailable, Renderer
 from raycrawl.core.demand import RecentPeak, render_workers_wanted
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.render_jobs import RenderJob, RenderOutcome, RenderSettings
 from raycrawl.errors import ServiceError
+
+if TYPE_CHECKING:
+    from raycrawl.adapters.browser import Renderer
 
 BROWSER_RESOURCE = "browser"
 READY_TIMEOUT = 120.0  # seconds for the pool's browsers to start (an autoscaler may have to add a node first)
@@ -42,6 +44,9 @@ COUNTERS = ("rendered", "browser_restarts", "browsers_replaced", "browsers_launc
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=0)
 class RenderActor:
     def __init__(self, settings: RenderSettings, fetch: FetchSettings) -> None:
+        # (imported here: every fetch worker imports this module for RenderCaller, and Playwright is heavy)
+        from raycrawl.adapters.browser import BrowserUnavailable, Renderer
+
         self._renderer: Renderer | None = None
         self._problem: str | None = None
         self._pages = 0  # pages handed to this actor and not done (rendering, or waiting for a context)
