@@ -12,6 +12,10 @@ Every process of each command is counted from its start to its end (``benchmarks
 every 0.1 s; a process that ends is counted to its last sample; the bare loop reports its own CPU exactly): Ray's
 start-up, the crawl's checkpoints and its end are in it. Pages are what the test web's log saw (robots.txt
 excluded); pages/s is pages over the command's wall time.
+
+Each round also runs the same ``raycrawl crawl`` stopped after one page (``--max-pages 1``): its CPU and wall time
+are what any crawl costs before and after its pages (Ray's daemons, each process's start, the last checkpoint,
+Ray's shutdown) -- the floor under the whole-run ratio, reported as a multiple of the loop's whole run.
 """
 
 from __future__ import annotations
@@ -66,9 +70,10 @@ def bare(web: TestWeb, round_: int) -> Run:
     return dataclasses.replace(run, cpu=json.loads(run.output)["cpu_s"])
 
 
-def raycrawl(web: TestWeb, round_: int, extra: list[str], source: str | None = None) -> Run:
-    """``source``: a checkout of another raycrawl (e.g. before a change) to run instead of this one."""
-    ua = f"raycrawl-cpu/{round_}{'-before' if source else ''}"
+def raycrawl(web: TestWeb, round_: int, extra: list[str], source: str | None = None, tag: str = "") -> Run:
+    """``source``: a checkout of another raycrawl (e.g. before a change) to run instead of this one; ``tag``: told
+    apart in the web's log from the round's other runs."""
+    ua = f"raycrawl-cpu/{round_}{'-before' if source else ''}{f'-{tag}' if tag else ''}"
     with tempfile.TemporaryDirectory(prefix="raycrawl-cpu-") as out:
         cmd = [sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(), "--out", out, "--quiet",
                "--delay", "0", "--delay-factor", "0", "--per-host-concurrency", "1", "--user-agent", ua,
@@ -77,6 +82,17 @@ def raycrawl(web: TestWeb, round_: int, extra: list[str], source: str | None = N
         # driver's path and environment)
         env = dict(os.environ, PYTHONPATH=source) if source else None
         return run_command("raycrawl" if source is None else "before", cmd, web, ua, env, cwd=source)
+
+
+def fixed_costs(loop: Run, one_page: Run) -> str:
+    """A one-page crawl's cost against the loop's whole run: what no per-page work can take back."""
+    roles = ", ".join(f"{role} {seconds:.2f}" for role, seconds in sorted(one_page.roles.items(), key=lambda x: -x[1]))
+    share = one_page.cpu / loop.cpu
+    return (
+        f"  a crawl stopped after one page ({one_page.pages} fetched): {one_page.cpu:.2f} s CPU ({share:.2f}x the "
+        f"loop's whole run of {loop.pages} pages, {loop.cpu:.2f} s), {one_page.wall:.1f} s wall (the loop's: "
+        f"{loop.wall:.1f} s) -- {roles}"
+    )
 
 
 def table(floor: Run, runs: list[Run]) -> str:
@@ -120,8 +136,9 @@ def main() -> None:
                 runs.append(raycrawl(web, i, args.extra, os.path.abspath(args.before)))
             floor = bare(web, i)
             runs.append(raycrawl(web, i, args.extra))
+            one_page = raycrawl(web, i, [*args.extra, "--max-pages", "1"], tag="one-page")
             rounds.append((floor, runs))
-            print(f"round {i + 1}: " + table(floor, runs), flush=True)
+            print(f"round {i + 1}: " + table(floor, runs) + "\n" + fixed_costs(floor, one_page), flush=True)
     for name in dict.fromkeys(run.name for _, runs in rounds for run in runs):
         ratios = [run.per_page(run.cpu) / floor.per_page(floor.cpu) for floor, runs in rounds for run in runs
                   if run.name == name]  # fmt: skip
