@@ -112,6 +112,9 @@ class Coordinator:
             if render_rules(cfg).ever
             else None
         )
+        # The fetch workers start while the shards and partitions do (both are new processes; in turn, a small
+        # crawl spent ~2 s more before its first request).
+        self._warming = self._start_warm_up()
         self.crew = self._new_crew()
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)
         self.metrics = CrawlMetrics(self.crawl_id)
@@ -275,11 +278,14 @@ class Coordinator:
         self.crew.close()
         return summary
 
-    def _warm_up(self) -> None:
-        """Start the fetch workers now, not mid-crawl (see warm_up); bounded, and harmless if it times out."""
+    def _start_warm_up(self) -> list[Any]:
+        """Start the fetch workers now, not mid-crawl (see warm_up): one per task the cluster's CPUs hold."""
         options = {"num_cpus": self.cfg.fetch_task_cpus}
-        self.capacity.look()
-        refs = [warm_up.options(**options).remote(self.fetch_settings, 0.3) for _ in range(self.capacity.tasks)]
+        return [warm_up.options(**options).remote(self.fetch_settings, 0.3) for _ in range(self.capacity.tasks)]
+
+    def _warm_up(self) -> None:
+        """Wait for the fetch workers started with the crawl; bounded, and harmless if it times out."""
+        refs, self._warming = self._warming, []
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=WARM_UP_TIMEOUT)
         self.stats.events["fetch_workers_warmed"] = len(set(ray.get(ready)))
 
