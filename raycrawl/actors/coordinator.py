@@ -112,8 +112,8 @@ class Coordinator:
             if render_rules(cfg).ever
             else None
         )
-        # The fetch workers start while the shards and partitions do (both are new processes; in turn, a small
-        # crawl spent ~2 s more before its first request).
+        # The fetch workers start while the shards and partitions do (both are new processes; one after the other,
+        # a small crawl's first request came ~1 s later).
         self._warming = self._start_warm_up()
         self.crew = self._new_crew()
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)

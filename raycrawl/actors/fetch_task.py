@@ -38,7 +38,8 @@ CLAIM_TIMEOUT = 30.0  # seconds a partition may take to answer a batch's payload
 
 # What every task of a crawl shares -- its fetch settings and the actor handles (shards, partitions, renderers) --
 # comes as references inside a list, which Ray leaves unresolved, and is fetched once per worker process: given as
-# plain arguments, each task deserialised every actor handle again (~5% of a fetch worker, benchmarks/README.md).
+# plain arguments, each task deserialised every actor handle again (~0.5 ms of a worker's CPU a task,
+# benchmarks/README.md).
 # Only the newest of each is kept (a rebuilt partition makes new handles; a finished crawl's go with the next).
 _SHARED: dict[tuple[str, ...], list[Any]] = {}
 

@@ -127,8 +127,8 @@ def extract_links(
     return out
 
 
-# Elements are found by tag, not by CSS selector: lexbor compiles a selector on every query, ~75 us each -- twice
-# what parsing a light page costs (benchmarks/README.md, issue 32).
+# Elements are found by tag, not by CSS selector: lexbor compiles a selector on every query (the two queries cost
+# ~13 us on a light page whose parse costs ~25; benchmarks/README.md, issue 32).
 
 
 def _base_href(tree: LexborHTMLParser) -> str | None:
