@@ -130,3 +130,51 @@ def test_any_locations_written_as_xml_read_back(paths: list[str]) -> None:
     locs = [f"http://a.test/{p.strip()}" for p in paths]
     body = urlset(*(f"<url><loc>{escape(loc)}</loc></url>" for loc in locs))
     assert [e.loc for e in parse_sitemap(body).entries] == [loc.strip() for loc in locs]
+
+
+def test_a_doctype_is_refused_in_any_encoding_expat_reads() -> None:
+    """A UTF-16 document without a BOM hides '<!DOCTYPE' from a byte search; the parser itself refuses it."""
+    entity = "x" * 1000
+    doc = (
+        f'<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE u [<!ENTITY a "{entity}">'
+        '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>'
+        f"<urlset {NS}><url><loc>http://a.test/&c;</loc></url></urlset>"
+    )
+    for data in (doc.encode("utf-16-le"), doc.encode("utf-16-be"), gzip.compress(doc.encode("utf-16-le"))):
+        sitemap = parse_sitemap(data)
+        assert sitemap.kind == "invalid" and sitemap.entries == () and "document type" in str(sitemap.error)
+    plain = doc.replace("&c;", "p").split("]>", 1)[1]  # the same file without its DOCTYPE is read
+    assert [e.loc for e in parse_sitemap(plain.encode("utf-16-le")).entries] == ["http://a.test/p"]
+
+
+def test_many_gzip_members_cost_linear_time_and_are_capped() -> None:
+    """Empty gzip members, each ~20 bytes: reading stops at MAX_GZIP_MEMBERS, in time linear in what it read."""
+    from raycrawl.core.sitemaps import MAX_GZIP_MEMBERS
+
+    empty = gzip.compress(b"")
+    first = gzip.compress(urlset("<url><loc>http://a.test/1</loc></url>"))
+    few = first + empty * 10 + gzip.compress(b"")
+    assert [e.loc for e in parse_sitemap(few).entries] == ["http://a.test/1"]  # members are joined
+    body = first + empty * 2_000_000  # ~38 MB: slicing the rest per member would take hours
+    started = time.process_time()
+    capped = parse_sitemap(body)
+    assert time.process_time() - started < 5
+    assert capped.over_limit and [e.loc for e in capped.entries] == ["http://a.test/1"]
+    under = first + empty * (MAX_GZIP_MEMBERS - 2)
+    assert not parse_sitemap(under).over_limit
+
+
+def test_elements_outside_entries_are_not_kept() -> None:
+    """Memory stays at one entry: a file of many elements that are not entries holds none of them."""
+    import tracemalloc
+
+    junk = "<x>y</x>" * 200_000  # 1.6 MB of elements in an entry, and as many outside one
+    body = urlset(f"<url><loc>http://a.test/1</loc>{junk}</url>", extra=junk)
+    tracemalloc.start()
+    try:
+        sitemap = parse_sitemap(body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [e.loc for e in sitemap.entries] == ["http://a.test/1"] and sitemap.error is None
+    assert peak < 2 * len(body)  # (a tree of them took ~21x the file's size)
