@@ -162,3 +162,17 @@ def test_a_workbench_whose_whole_flush_a_full_store_refuses_keeps_every_url_in_m
     assert kept == {hs.key: 40 for hs in hosts}
     assert sum(hs.stored for hs in hosts) == store.total() == bench.stored
     store.close()
+
+
+def test_a_key_the_store_cannot_take_is_not_a_full_disk(tmp_path: Path) -> None:
+    """A host of 511 characters makes LMDB refuse the key (MDB_BAD_VALSIZE): a refused row, never "disk full"
+    (which stops a crawl, and its resume, at the same wall)."""
+    from raycrawl.core.queue_store import QueueKeyRefused
+
+    store = LmdbQueueStore(tmp_path)
+    store.push([("a.test", 0.0, b"first")])
+    with pytest.raises(QueueKeyRefused) as refused:
+        store.push([("a.test", 1.0, b"second"), ("x" * 511, 0.0, b"long")])
+    assert not isinstance(refused.value, QueueStoreFull)
+    assert store.total() == 1 and store.take("a.test", 10)[0] == [b"first"]  # nothing of that push was stored
+    store.close()

@@ -186,3 +186,14 @@ def test_link_forms_from_one_parse_agree_with_the_two_forms(raw: str) -> None:
     assert canonical == canonicalize(raw, DEFAULT_TRACKING_PARAMS)
     expected = request_form(raw) if canonical is not None else None
     assert requested == (expected if expected != canonical else None)
+
+
+def test_a_host_longer_than_a_dns_name_is_refused() -> None:
+    """Labels of 63 characters each can make a host of 511: no DNS name is over 253, and a queue store's key
+    of one is refused (issue 46.7). A name of 253 is kept."""
+    label = "a" * 63
+    longest = ".".join([label] * 3 + ["b" * 61])  # 253 characters
+    assert len(longest) == 253 and canonicalize(f"http://{longest}/") == f"http://{longest}/"
+    assert canonicalize(f"http://{longest}./x") == f"http://{longest}/x"  # (the final dot is not counted)
+    for host in (longest + "c", ".".join([label] * 8)):
+        assert canonicalize(f"http://{host}/") is None

@@ -27,6 +27,7 @@ import lmdb
 from raycrawl.core.queue_store import (
     FIRST_APPEND,
     QueueItem,
+    QueueKeyRefused,
     QueueStoreFull,
     host_prefix,
     order_of_key,
@@ -82,6 +83,8 @@ class LmdbQueueStore:
                 txn.put(key, _COUNT.pack(sequence - step), db=self._counts)
         except lmdb.MapFullError:
             raise QueueStoreFull(f"the queue store in {self._env.path()} is full (its map size)") from None
+        except lmdb.BadValsizeError as exc:  # (a key over LMDB's bound: nothing to do with the disk, never "full")
+            raise QueueKeyRefused(f"a queue key over {self._env.max_key_size()} bytes: {exc}") from None
         except lmdb.Error as exc:  # (a full disk comes as "mdb_txn_commit: Input/output error")
             raise self._refused(exc) from None
         for host, n in added.items():

@@ -34,6 +34,12 @@ class QueueStoreFull(Exception):
     """The store has no room for a push (its disk or its map is full); nothing of that push was stored."""
 
 
+class QueueKeyRefused(ValueError):
+    """A row whose key the store cannot take (too long): a fault in what was pushed, never a full disk (a crawl
+    stopped as "disk full" would resume into the same wall). Nothing of that push was stored. Canonical hosts are
+    at most 253 characters (core/urls.py), so a crawl's keys always fit."""
+
+
 def sortable_order(order: float) -> int:
     """``order`` as an unsigned 64-bit integer that sorts as the float does (IEEE 754's bits, sign flipped for
     positive numbers, all bits flipped for negative ones)."""

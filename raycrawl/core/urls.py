@@ -21,6 +21,7 @@ import idna
 DEFAULT_PORTS = {"http": 80, "https": 443}
 FETCHABLE_SCHEMES = frozenset(DEFAULT_PORTS)
 MAX_URL_LENGTH = 2083  # Internet Explorer's limit, adopted by Scrapy; longer URLs are mostly traps
+MAX_HOST_LENGTH = 253  # RFC 1035's bound on a name, written without its final dot (a longer one resolves nowhere)
 
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _SUB_DELIMS = frozenset("!$&'()*+,;=")
@@ -117,6 +118,8 @@ def _host_from_text(host: str) -> str | None:
     # WHATWG URL: the number check comes after domain-to-ASCII ("¹" maps to "1", an IPv4 address).
     if _ends_in_number(ascii_host):
         return _ipv4_from_number_host(ascii_host)
+    if len(ascii_host) > MAX_HOST_LENGTH:  # (labels within 63 each can still make one no DNS name can be)
+        return None
     labels = ascii_host.split(".")
     if not all(_HOST_LABEL.match(label) for label in labels):
         return None
