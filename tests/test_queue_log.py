@@ -127,3 +127,30 @@ def test_checkpoints_write_what_changed_and_a_restore_gives_back_the_cut(
         assert not base_writer._process.is_alive()  # (closed with the segments: nothing left running)
     for store in (*restored_stores, lmdb_store):
         store.close()
+
+
+def test_a_stored_log_that_decompresses_but_does_not_parse_is_a_damaged_file(tmp_path: Path) -> None:
+    """The same one-line storage error as a file cut short (a CorruptLog escaped the resume as a traceback)."""
+    import zlib
+
+    from raycrawl.adapters.storage import StorageError
+
+    storage = open_storage(str(tmp_path / "out"))
+    good = zlib.compress(encode_items_for_test())
+    storage.put("frontier/shard-000/log-good", good)
+    storage.put("frontier/shard-000/log-cut", good[:-5])
+    storage.put("frontier/shard-000/log-junk", zlib.compress(b"Znot a queue log at all"))
+    for name in ("log-cut", "log-junk"):
+        with pytest.raises(StorageError, match="damaged"):
+            queue_segments.replay_files(
+                storage, ["frontier/shard-000/log-good", f"frontier/shard-000/{name}"], MemoryQueueStore()
+            )
+    store = MemoryQueueStore()
+    queue_segments.replay_files(storage, ["frontier/shard-000/log-good"], store)
+    assert store.total() == 2
+
+
+def encode_items_for_test() -> bytes:
+    from raycrawl.core.queue_log import encode_items
+
+    return encode_items(b"A", [("a.test", 0.0, b"a0"), ("b.test", 1.0, b"b1")], 2)

@@ -26,7 +26,7 @@ from typing import Any
 from raycrawl.adapters.lmdb_queue import PREFIX, LmdbQueueStore
 from raycrawl.adapters.segments import SegmentChain, read_named
 from raycrawl.adapters.storage import Storage, StorageError
-from raycrawl.core.queue_log import LoggedQueueStore, encode_rows, replay
+from raycrawl.core.queue_log import CorruptLog, LoggedQueueStore, encode_rows, replay
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
 
 MIN_BASE_BYTES = 16 << 20  # logs are replayed as they are until they outgrow the base, and at least this much
@@ -102,7 +102,10 @@ def replay_files(storage: Storage, refs: list[str], into: QueueStore) -> None:
             log = zlib.decompress(data)
         except zlib.error as exc:
             raise StorageError(f"{storage.show(name)} is damaged: {exc}") from None
-        replay(into, log)
+        try:
+            replay(into, log)
+        except CorruptLog as exc:  # (it decompressed, but is not a log: as damaged as a cut file)
+            raise StorageError(f"{storage.show(name)} is damaged: {exc}") from None
 
 
 class _Compaction:
