@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from raycrawl.adapters.snapshots import redis_url_problem
 from raycrawl.core.crawl_loop import LoopSettings
 from raycrawl.core.fetch_settings import DEFAULT_TRACKING_PARAMS as DEFAULT_TRACKING_PARAMS
 from raycrawl.core.fetch_settings import FetchSettings
@@ -190,6 +191,15 @@ class CrawlConfig:
         return dict(entry.split("=", 1) for entry in self.resolve)
 
 
+# Upper bounds of settings whose values load but would fail later, on every worker (OverflowError, an allocation no
+# machine has, a timer no event loop takes): refused when the config is loaded, with one line.
+MAX_SHARDS = 1024  # (as dedup_partitions: an actor each)
+MAX_BLOOM_CAPACITY = 10**11  # ~120 GB of bits at a 1% error rate
+MAX_FETCH_SECONDS = 86_400.0
+MAX_BODY_BYTES = 1 << 30  # a body is held in memory, decoded, by the fetch worker
+MAX_NUMBER = 1e12  # any other number (in seconds, ~31,700 years: what a timer may still take)
+
+
 def _validate(cfg: CrawlConfig) -> None:
     def need(ok: bool, key: str, expected: str) -> None:
         if not ok:
@@ -222,9 +232,13 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.max_backoff >= cfg.backoff_base, "max_backoff", "seconds >= backoff_base")
     need(cfg.pause_after >= 0, "pause_after", "a whole number >= 0 (0: never pause)")
     need(cfg.per_host_concurrency >= 1, "per_host_concurrency", "a whole number >= 1")
-    need(cfg.shards is None or cfg.shards >= 1, "shards", "a whole number >= 1")
+    need(cfg.shards is None or 1 <= cfg.shards <= MAX_SHARDS, "shards", f"a whole number from 1 to {MAX_SHARDS}")
     need(cfg.dedup_partitions is None or 1 <= cfg.dedup_partitions <= 1024, "dedup_partitions", "1 to 1024")
-    need(cfg.bloom_capacity >= 1000, "bloom_capacity", "a whole number >= 1000")
+    need(
+        1000 <= cfg.bloom_capacity <= MAX_BLOOM_CAPACITY,
+        "bloom_capacity",
+        f"a whole number from 1000 to {MAX_BLOOM_CAPACITY:.0e}",
+    )
     need(0 < cfg.bloom_error_rate < 0.5, "bloom_error_rate", "a fraction between 0 and 0.5")
     need(
         cfg.user_agent.isprintable() and product_token(cfg.user_agent) is not None,
@@ -234,9 +248,9 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.fetch_batch_size >= 1, "fetch_batch_size", "a whole number >= 1")
     need(cfg.max_tasks_in_flight >= 1, "max_tasks_in_flight", "a whole number >= 1")
     need(0 < cfg.fetch_task_cpus <= 64, "fetch_task_cpus", "CPUs per fetch task, > 0")
-    need(cfg.timeout > 0, "timeout", "seconds > 0")
-    need(cfg.fetch_deadline > 0, "fetch_deadline", "seconds > 0")
-    need(cfg.max_body_bytes >= 1024, "max_body_bytes", "bytes >= 1024")
+    need(0 < cfg.timeout <= MAX_FETCH_SECONDS, "timeout", f"seconds > 0, at most {MAX_FETCH_SECONDS}")
+    need(0 < cfg.fetch_deadline <= MAX_FETCH_SECONDS, "fetch_deadline", f"seconds > 0, at most {MAX_FETCH_SECONDS}")
+    need(1024 <= cfg.max_body_bytes <= MAX_BODY_BYTES, "max_body_bytes", f"bytes from 1024 to {MAX_BODY_BYTES:,}")
     need(0 <= cfg.max_redirects <= 100, "max_redirects", "a whole number between 0 and 100")
     need(cfg.max_path_depth >= 1, "max_path_depth", "a whole number >= 1")
     need(cfg.max_repeated_segments >= 1, "max_repeated_segments", "a whole number >= 1")
@@ -264,11 +278,20 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.revisit_after > 0, "revisit_after", "a duration > 0, e.g. 7d")
     need(cfg.rollover is None or cfg.rollover >= 1, "rollover", "a duration of at least 1s, e.g. 1d or 6h")
     need(cfg.seen_ttl is None or cfg.seen_ttl >= 1, "seen_ttl", "a duration of at least 1s, e.g. 60d")
-    need(
-        cfg.shared_politeness is None or cfg.shared_politeness == "cluster"
-        or cfg.shared_politeness.startswith(("redis://", "rediss://", "unix://")),
-        "shared_politeness", "cluster (the Ray cluster's registry) or a redis:// URL",
-    )  # fmt: skip
+    shared = cfg.shared_politeness
+    if shared is not None and shared != "cluster":  # (the URL may hold a password: messages show it redacted)
+        if not shared.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigError(
+                "shared_politeness: expected cluster (the Ray cluster's registry) or a redis:// URL",
+                "shared_politeness",
+            )
+        problem = redis_url_problem(shared)
+        if problem is not None:
+            raise ConfigError(f"shared_politeness: {problem}", "shared_politeness")
+    if cfg.redis_url:
+        problem = redis_url_problem(cfg.redis_url)
+        if problem is not None:
+            raise ConfigError(f"redis_url: {problem}", "redis_url")
     for url in cfg.proxy:
         problem = check_proxy_url(url)
         if problem is not None:  # (the message shows the URL redacted: never ``need``'s value as given)
@@ -327,8 +350,16 @@ def _validate(cfg: CrawlConfig) -> None:
             raise ConfigError(message, "allow_network") from None
     for entry in cfg.resolve:
         host, sep, addr = entry.partition("=")
-        if not sep or not host or not addr:
+        try:
+            ipaddress.ip_address(addr)
+        except ValueError:
+            sep = ""
+        if not sep or not host:
             raise ConfigError(f"resolve: {entry!r}: expected HOST=IP, e.g. example.test=127.0.0.2", "resolve")
+    for f in dataclasses.fields(cfg):  # (last: the bounds above say more where a setting has its own)
+        value = getattr(cfg, f.name)
+        if isinstance(value, int | float) and not isinstance(value, bool) and f.name not in PYTHON_ONLY:
+            need(math.isfinite(value) and abs(value) <= MAX_NUMBER, f.name, f"a finite number up to {MAX_NUMBER:.0e}")
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -63,6 +63,8 @@ MISTAKES = [
     (["--out", "taken"], {}, {"taken": "a file"}, ["out:", "taken is a file"]),
     (["--out", "taken/sub"], {}, {"taken": "a file"}, ["out:", "which is a file"]),
     (["--resume", "--fresh"], {}, {}, ["resume", "not both"]),
+    (["--shared-politeness", "redis://:hunter2/x@127.0.0.1:1/0"], {}, {}, ["shared_politeness", "percent-encode"]),
+    (["--max-body-bytes", "1" + "0" * 30], {}, {}, ["max_body_bytes", "--max-body-bytes on the command line"]),
 ]
 
 

@@ -18,6 +18,7 @@ import hashlib
 import json
 from collections.abc import Collection
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from raycrawl.adapters.storage import Storage, StorageError
 from raycrawl.core.urls import redact_credentials
@@ -144,6 +145,28 @@ def redis_url_for_messages(url: str) -> str:
     character) and no ``?password=`` value."""
     scheme, sep, rest = url.partition("://")
     return redact_credentials(f"{scheme}{sep}{rest.rpartition('@')[2]}")
+
+
+def redis_url_problem(url: str) -> str | None:
+    """Why redis-py would refuse ``url`` when it first connects (None: it takes it), said without its password.
+
+    Parsed by redis-py's own parser, where the config is loaded: a URL that only starts right (a bad port, a
+    password holding ``/``, ``#`` or ``?`` that re-parses the rest) is a one-line config error, not every shard's
+    constructor failing later. redis-py's message is not repeated: it can quote part of the password."""
+    from redis.connection import parse_url  # (redis is imported only where it is used)
+
+    safe = redis_url_for_messages(url)
+    try:
+        parse_url(url)
+    except (ValueError, TypeError):
+        return (
+            f"{safe!r} is not a Redis URL redis-py can use: check its port and database, and percent-encode '/', '#'"
+            " and '?' in a password"
+        )
+    parts = urlsplit(url)
+    if parts.scheme in ("redis", "rediss") and not parts.hostname and "@" in url:  # (it would go to localhost)
+        return f"{safe!r}: a password holding '/', '#' or '?' must be percent-encoded"
+    return None
 
 
 class RedisSnapshotStore:
