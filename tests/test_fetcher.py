@@ -11,12 +11,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from raycrawl.adapters.fetcher import Fetcher, FetchSettings
 from raycrawl.core.records import FetchResult, Lease, UrlEntry
 from raycrawl.testing import TestWeb, WebSpec
+from raycrawl.testing.canary import Canary
 
 CANARY_IP = "127.0.0.98"
 
@@ -202,3 +204,57 @@ def test_behind_a_proxy_the_target_is_still_held_to_the_address_guard(web: TestW
         asked = proxy.requests()
     assert [(r.status, r.error) for r in results] == [(None, "BlockedAddress")] * 2 + [(200, None)]
     assert canary[0] == 0 and asked == [web.graph.url(0, 0)]  # (only the allowed target reached the proxy)
+
+
+def fetch_leases(settings: FetchSettings, urls: list[tuple[str, int]]) -> list[FetchResult]:
+    """(url, proxy number or -1) each, fetched at once in one stream."""
+    fetcher = Fetcher(settings)
+    now = time.time()
+    leases = [Lease(i, 0, "page", now, now + 600, UrlEntry(url, 0), proxy=p) for i, (url, p) in enumerate(urls)]
+    try:
+        return sorted((r for group in fetcher.fetch_stream(leases) for r in group), key=lambda r: r.lease.lease_id)
+    finally:
+        fetcher.close()
+
+
+@pytest.mark.parametrize("kind", ["http", "socks5"])
+def test_a_proxys_name_is_trusted_for_the_proxy_only_never_as_a_target(web: TestWeb, kind: str) -> None:
+    """Issue 46.1: with a proxy named ``localhost``, a link to ``localhost`` on another port (a refused address) is
+    refused whether it goes direct or through the proxy; the proxy itself is still reached by its name."""
+    from raycrawl.testing.socks import Socks5Proxy
+    from raycrawl.testing.tinyproxy import TinyProxy
+
+    proxy = TinyProxy("named") if kind == "http" else Socks5Proxy()
+    with Canary("127.0.0.1") as canary, proxy:
+        settings = FetchSettings(allow_network=allow(web), proxies=(f"{kind}://localhost:{proxy.port}",))
+        evil = f"http://localhost:{canary.port}/"
+        results = fetch_leases(settings, [(evil, -1), (evil, 0), (web.graph.url(0, 0), 0)])
+        asked = proxy.requests() if isinstance(proxy, TinyProxy) else [f"{h}:{p}" for h, p in proxy.targets]
+    assert [(r.status, r.error) for r in results] == [(None, "BlockedAddress")] * 2 + [(200, None)]
+    assert canary.connections == 0
+    assert asked == [web.graph.url(0, 0) if kind == "http" else web.graph.netloc(0)]
+
+
+def test_a_socks5_proxy_is_handed_the_address_that_was_checked(web: TestWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 46.3: a name that answers an allowed address first and a refused one after (DNS rebinding) is looked up
+    once, by the guarded resolver; the proxy gets that address, never the name for a second lookup."""
+    from raycrawl.testing.socks import Socks5Proxy
+
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def rebinding(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "rebind.test":
+            return real(host, *args, **kwargs)
+        lookups.append(host)
+        return real(web.graph.ip(0) if len(lookups) == 1 else CANARY_IP, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    with Canary(CANARY_IP) as canary, Socks5Proxy() as proxy:
+        settings = FetchSettings(allow_network=allow(web), proxies=(proxy.url,))
+        url = f"http://rebind.test:{canary.port}/"
+        [result] = fetch_leases(settings, [(url, 0)])
+        targets = list(proxy.targets)
+    assert canary.connections == 0 and lookups == ["rebind.test"]
+    assert targets == [(web.graph.ip(0), canary.port)]  # (the checked address; nothing listens there: refused)
+    assert result.status is None and result.error is not None

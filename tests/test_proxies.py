@@ -94,7 +94,7 @@ def test_hosts_go_through_their_proxies_a_dead_one_is_rested_and_no_password_sho
     health = {row["proxy"]: row for row in stats["proxies"]}
     assert health[dead.url]["failures"] >= 3 and health[dead.url]["rests"] >= 1
     assert health[dead.url]["state"] == "resting" and health[b.url]["requests"] > 0
-    assert health[f"http://crawler:***@127.0.0.1:{a.port}"]["failures"] == 0
+    assert health[f"http://***@127.0.0.1:{a.port}"]["failures"] == 0
     written = _everything_written(out)
     assert PASSWORD.encode() not in written
     assert PASSWORD not in done.stdout + done.stderr
@@ -108,7 +108,7 @@ def test_hosts_go_through_their_proxies_a_dead_one_is_rested_and_no_password_sho
                 proxy = rec.rec_headers.get_header("WARC-Proxy")
                 carried[ip].add(proxy)
                 assert (proxy is None) == (rec.rec_headers.get_header("WARC-IP-Address") is not None)
-    assert carried[host[0]] == {f"http://crawler:***@127.0.0.1:{a.port}"}
+    assert carried[host[0]] == {f"http://***@127.0.0.1:{a.port}"}
     assert carried[host[2]] == {None} and carried[host[4]] == {b.url}
 
 

@@ -60,7 +60,7 @@ def test_answers_say_what_they_say_of_the_proxy_and_credentials_never_show() -> 
     assert [outcome_of(s, False) for s in (200, 404, 403, 429, 407, 503)] == [
         "ok", "ok", "banned", "banned", "proxy_auth", "ok"]  # fmt: skip
     assert outcome_of(None, True) == "connect_error"
-    assert redact("http://bob:s3cret@127.0.0.1:3129") == "http://bob:***@127.0.0.1:3129"
+    assert redact("http://bob:s3cret@127.0.0.1:3129") == "http://***@127.0.0.1:3129"  # (user names too: keys)
     assert redact("http://127.0.0.1:3128") == "http://127.0.0.1:3128"
     pool = ProxyPool(PROXIES, clock=Clock())
     for proxy in PROXIES:

@@ -72,7 +72,7 @@ def test_a_password_comes_from_the_environment_never_from_a_flag(tmp_path: Path)
     with pytest.raises(ConfigError, match="PROXY_PASS") as caught:
         proxy_plan(cfg, {})
     plan = proxy_plan(cfg, {"PROXY_PASS": "hunter2"})
-    assert plan.urls == ("http://bot:hunter2@127.0.0.1:3128",) and plan.names == ("http://bot:***@127.0.0.1:3128",)
+    assert plan.urls == ("http://bot:hunter2@127.0.0.1:3128",) and plan.names == ("http://***@127.0.0.1:3128",)
     assert "hunter2" not in repr(plan) and plan.without_secrets().urls == ()
     for bad in ("ftp://127.0.0.1:21", "http://127.0.0.1", "not a url", "http://[::1"):
         with pytest.raises(ConfigError, match="proxy"):
@@ -93,7 +93,7 @@ def test_a_pool_file_and_proxy_tables_in_toml(tmp_path: Path) -> None:
     cfg = CrawlConfig(**read_toml(toml))
     assert cfg.proxy_rules == ("*.direct.test=none", f"*.two.test={B} {C}")
     plan = proxy_plan(cfg, {})
-    assert plan.names[:2] == (A, "http://bot:***@127.0.0.1:8003") and plan.pool_of("x.direct.test") == DIRECT
+    assert plan.names[:2] == (A, "http://***@127.0.0.1:8003") and plan.pool_of("x.direct.test") == DIRECT
     assert [plan.names[p] for p in plan.pools[plan.pool_of("a.two.test")]] == [B, C]
     (tmp_path / "empty.txt").write_text("# nothing\n")
     for path, message in ((tmp_path / "missing.txt", "cannot read"), (tmp_path / "empty.txt", "names no proxy")):
@@ -102,3 +102,25 @@ def test_a_pool_file_and_proxy_tables_in_toml(tmp_path: Path) -> None:
     toml.write_text('[[proxy]]\npattern = "*.x.test"\n')
     with pytest.raises(ConfigError, match=r"proxy: .*expected a table"):
         read_toml(toml)
+
+
+def test_a_password_from_the_environment_stays_a_password_whatever_it_holds(tmp_path: Path) -> None:
+    """Issue 46.2: substituted values are percent-encoded (a '/', '#' or '?' re-parsed the URL and the whole of it
+    became the proxy's name); a proxy is named by scheme, host and port (a key as the user name is secret too);
+    a pool-file line that does not parse is never echoed."""
+    from raycrawl.adapters.egress import _parsed
+
+    secret = "s3cr/et#X?y@z%"
+    cfg = CrawlConfig(proxy=("http://crawler:${PROXY_PASS}@proxy.example:3128", "http://${PROXY_KEY}:@key.example:80"))
+    plan = proxy_plan(cfg, {"PROXY_PASS": secret, "PROXY_KEY": "KEY-123"})
+    assert plan.names == ("http://***@proxy.example:3128", "http://***@key.example:80")
+    first, second = (_parsed(url) for url in plan.urls)
+    assert (first.host, first.port, first.auth and first.auth.password) == ("proxy.example", 3128, secret)
+    assert (second.host, second.auth and second.auth.login) == ("key.example", "KEY-123")
+    assert secret not in repr(plan) and "KEY-123" not in repr(plan.without_secrets())
+    pool = tmp_path / "pool.txt"
+    for line in ("http://crawler:s3cr/et#X@proxy.example:3128", "hunter2secret", "http://bot:hunter2 secret@h:1"):
+        pool.write_text(line + "\n")
+        with pytest.raises(ConfigError) as caught:
+            proxy_plan(CrawlConfig(proxy_file=str(pool)), {})
+        assert "s3cr" not in str(caught.value) and "hunter2" not in str(caught.value), str(caught.value)

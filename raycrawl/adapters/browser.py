@@ -33,15 +33,9 @@ import psutil
 from playwright.async_api import Browser, Playwright, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver, check_target
 from raycrawl.adapters.egress import Egress
-from raycrawl.adapters.fetcher import (
-    AddressGuard,
-    BlockedAddress,
-    GuardedResolver,
-    check_target,
-    read_body,
-    sleep_until,
-)
+from raycrawl.adapters.fetcher import read_body, sleep_until
 from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS
 from raycrawl.core.fetch_settings import FetchSettings
@@ -123,10 +117,9 @@ class Renderer:
         self.settings = settings
         self.fetch = fetch
         self._guard = AddressGuard(fetch)
-        self._egress = Egress(
-            fetch.proxies
-        )  # (a page that came through a proxy: its scripts' requests go the same way)
-        self._resolver = GuardedResolver(self._guard, dict(fetch.resolve), self._egress.hostnames)
+        self._resolver = GuardedResolver(self._guard, dict(fetch.resolve))
+        # (a page that came through a proxy: its scripts' requests go the same way)
+        self._egress = Egress(fetch.proxies, self._resolver, dict(fetch.resolve))
         self._executable = chromium_path(settings.render_browser)
         self._playwright: Playwright | None = None
         self._current: _Browser | None = None
@@ -315,8 +308,8 @@ class Renderer:
                 async with asyncio.timeout(f.fetch_deadline):
                     if job.proxy >= 0:
                         host = urlsplit(url).hostname or ""
-                        if not is_ip_literal(host):  # (the proxy connects: the name is checked where it resolves here)
-                            await check_target(self._resolver, host)
+                        if not is_ip_literal(host) and self._egress.resolves_names(job.proxy):
+                            await check_target(self._resolver, host)  # (where it resolves here: the proxy connects)
                         session, via = self._egress.route(job.proxy, session)
                     async with session.get(url, headers=headers, allow_redirects=False, **via) as response:
                         body, _ = await read_body(response, f.max_body_bytes)

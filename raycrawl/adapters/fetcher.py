@@ -12,10 +12,10 @@ was seen) makes every millisecond the fetch loop spends on a request a milliseco
 Measured on loopback, httpx costs ~1.5 ms of CPU per request and aiohttp ~0.45 ms (its parser is C), and in
 the 40-host polite benchmark that is 95.4% against 98.0% of the ideal rate (benchmarks/README.md).
 
-Addresses are resolved by ``GuardedResolver`` (``--resolve`` overrides first) and checked there: the
-connection goes to the address that was checked, so no later lookup can swap it (no DNS rebinding), and
-every redirect hop is a request of its own, checked again. An IP-literal URL is checked before sending
-(aiohttp connects to literals without asking a resolver).
+Addresses are resolved and checked by ``GuardedResolver`` (adapters/address_guard.py: ``--resolve`` overrides
+first): the connection goes to the address that was checked, so no later lookup can swap it (no DNS rebinding), and
+every redirect hop is a request of its own, checked again. An IP-literal URL is checked before sending (aiohttp
+connects to literals without asking a resolver). Proxies: adapters/egress.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import hashlib
 import importlib
 import os
 import queue
-import socket
 import ssl
 import threading
 import time
@@ -38,12 +37,12 @@ from typing import Any, Protocol, cast
 from urllib.parse import urljoin
 
 import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
+from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver, check_target
 from raycrawl.adapters.egress import Egress, ProxyAuthRefused, ProxyUnreachable
 from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
-from raycrawl.core.addresses import address_allowed, is_ip_literal, parse_networks
+from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.captures import Capture, Claim, payload_key
 from raycrawl.core.clean import clean_text, describe_exception
 from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS, BoundedDecoder, DecodingError
@@ -95,73 +94,6 @@ class RedirectFailed(ValueError):
     """A robots.txt redirect hop without a Location that can be followed."""
 
 
-class BlockedAddress(Exception):
-    """The host resolved to an address the crawl may not connect to (loopback, private, metadata ...)."""
-
-
-ADDRESS_VERDICTS = 65_536  # addresses (and host literals) whose verdict a fetch worker keeps
-
-
-class AddressGuard:
-    """Which addresses the crawl may connect to (core/addresses.py), with the settings applied."""
-
-    def __init__(self, settings: FetchSettings) -> None:
-        self._allow_private = settings.allow_private_networks
-        self._networks = parse_networks(settings.allow_network)
-        # A verdict depends on the address and the settings only: each host's is worked out once (parsing an
-        # address per request was ~5% of a fetch worker's CPU).
-        self.allowed = functools.lru_cache(maxsize=ADDRESS_VERDICTS)(self._allowed)
-
-    def _allowed(self, address: str) -> bool:
-        return address_allowed(address, self._allow_private, self._networks)
-
-
-async def check_target(resolver: GuardedResolver, host: str) -> None:
-    """A target (a name) behind a proxy, held to the address guard where its name resolves here (BlockedAddress);
-    a name this machine cannot resolve is the proxy's to resolve."""
-    try:
-        await resolver.resolve(host)
-    except OSError:
-        return
-
-
-class GuardedResolver(AbstractResolver):
-    """aiohttp's resolver for names: ``--resolve`` overrides, else the system's lookup; only allowed addresses.
-
-    Addresses the guard refuses are dropped (a name resolving to a public and a private address can only
-    reach the public one); when none is left the fetch fails with ``BlockedAddress``.
-    """
-
-    def __init__(self, guard: AddressGuard, overrides: dict[str, str], trusted: frozenset[str] = frozenset()) -> None:
-        self._guard = guard
-        self._overrides = overrides
-        self._trusted = trusted  # names the operator gave as proxies: connected to whatever they resolve to
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        override = self._overrides.get(host)
-        if override is not None:
-            addresses = [(socket.AF_INET6 if ":" in override else socket.AF_INET, override)]
-        else:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
-            addresses = [(info[0], str(info[4][0])) for info in infos]
-        if not addresses:
-            raise OSError(f"no address for {host}")  # (a lookup failure, worth retrying: not a refusal)
-        trusted = host in self._trusted
-        allowed = [(fam, a) for fam, a in dict.fromkeys(addresses) if trusted or self._guard.allowed(a)]
-        if not allowed:
-            raise BlockedAddress(f"{host} resolves to {addresses[0][1]}")
-        flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
-        return [
-            {"hostname": host, "host": address, "port": port, "family": fam, "proto": 0, "flags": flags}
-            for fam, address in allowed
-        ]
-
-    async def close(self) -> None:
-        return None
-
-
 @dataclass(slots=True)
 class _Exchange:
     """One request/response as seen on the wire, kept until the calling thread has used it."""
@@ -194,8 +126,8 @@ class Fetcher:
         self._render_rules = RenderRules.of(cast(RenderMode, settings.render), settings.render_rules)
         # Set by the fetch task when the crawl has a render pool: awaited on this loop with a page to render.
         self.renderer: Callable[[RenderJob], Awaitable[RenderOutcome]] | None = None
-        self._egress = Egress(settings.proxies)
-        self._resolver = GuardedResolver(self._guard, dict(settings.resolve), self._egress.hostnames)
+        self._resolver = GuardedResolver(self._guard, dict(settings.resolve))
+        self._egress = Egress(settings.proxies, self._resolver, dict(settings.resolve))
         # Made on the loop that uses it (aiohttp binds a session to its loop), before any task needs it.
         self._session = asyncio.run_coroutine_threadsafe(self._new_session(), self._loop).result(timeout=60)
 
@@ -439,8 +371,8 @@ class Fetcher:
             raise BlockedAddress(f"{host} is not an address this crawl may connect to")
         session, via = self._session, dict[str, Any]()
         if r.lease.proxy >= 0:
-            if not is_ip_literal(host):  # (the target is checked where its name resolves here: the proxy connects)
-                await check_target(self._resolver, host)
+            if not is_ip_literal(host) and self._egress.resolves_names(r.lease.proxy):
+                await check_target(self._resolver, host)  # (checked where it resolves here: the proxy connects)
             session, via = self._egress.route(r.lease.proxy, session)
             ex.proxy = self._egress.name(r.lease.proxy)
         r.sent_at = time.time()

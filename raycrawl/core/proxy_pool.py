@@ -19,20 +19,29 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 Clock = Callable[[], float]
+SCHEMES = ("http", "https", "socks5", "socks5h", "socks4")  # a proxy's
 Outcome = Literal["ok", "connect_error", "proxy_auth", "banned"]
 MAX_COOLDOWN_FACTOR = 16
 
 
 def redact(proxy: str) -> str:
-    """The proxy's URL without its password (``http://user:***@host:port``)."""
-    parts = urlsplit(proxy)
-    if parts.password is None:
-        return proxy
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    """A proxy's name for reports: scheme, host and port only, any user information as ``***``
+    (``http://***@host:port``; a key given as the user name is as secret as a password). Never more of the URL than
+    that: a URL that does not parse shows its scheme alone, and only a proxy's scheme."""
+    scheme = proxy.partition("://")[0] if "://" in proxy else ""
+    scheme = scheme if scheme in SCHEMES else "?"
+    try:
+        parts = urlsplit(proxy)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return f"{scheme}://***"
+    if not host or "@" in proxy.partition("://")[2].replace(parts.netloc, "", 1):  # (userinfo that re-parsed)
+        return f"{scheme}://***"
+    netloc = ("***@" if "@" in parts.netloc else "") + (f"[{host}]" if ":" in host else host)
+    return f"{scheme}://{netloc}" + (f":{port}" if port is not None else "")
 
 
 def outcome_of(status: int | None, connect_failed: bool) -> Outcome:
@@ -108,7 +117,7 @@ class ProxyPool:
         now = self._clock()
         return [
             {
-                "proxy": redact(p.url),
+                "proxy": p.url if p.url.isdigit() else redact(p.url),  # (a router's pools hold proxies' numbers)
                 "state": "resting" if p.resting_until > now else "ok",
                 "resting_s": round(max(0.0, p.resting_until - now), 1),
                 "requests": p.requests,

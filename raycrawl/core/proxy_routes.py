@@ -25,11 +25,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
-from raycrawl.core.proxy_pool import Outcome, ProxyPool, outcome_of, redact
+from raycrawl.core.proxy_pool import SCHEMES, Outcome, ProxyPool, outcome_of, redact
 
-SCHEMES = ("http", "https", "socks5", "socks5h", "socks4")
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DIRECT = -1  # a lease's proxy when it goes direct
 PROXY_AUTH_REFUSED = "ProxyAuthRefused"  # the fetcher's error for a 407 from the proxy (adapters/egress.py)
@@ -49,10 +48,11 @@ CONNECT_ERRORS = frozenset(
 def check_proxy_url(url: str, secrets_allowed: bool = False) -> str | None:
     """What is wrong with a proxy URL (None: nothing). ``secrets_allowed``: a pool file's (a password may be
     written out there)."""
-    if not url or any(c.isspace() for c in url):
-        return f"{url!r}: a proxy URL such as http://127.0.0.1:3128 (no spaces)"
+    if not url or any(c.isspace() for c in url):  # (shown redacted too: a pool file's line may be all secret)
+        return f"{redact_text(url)!r}: a proxy URL such as http://127.0.0.1:3128 (no spaces)"
+    plain = VARIABLE.sub("x", url)
     try:
-        parts = urlsplit(VARIABLE.sub("x", url))
+        parts = urlsplit(plain)
         port = parts.port
     except ValueError:
         return f"{redact_text(url)!r}: not a URL (expected http://HOST:PORT)"
@@ -60,8 +60,13 @@ def check_proxy_url(url: str, secrets_allowed: bool = False) -> str | None:
         return f"{redact_text(url)!r}: a proxy's scheme is one of {', '.join(SCHEMES)}"
     if not parts.hostname or port is None:
         return f"{redact_text(url)!r}: a proxy URL names its host and port, e.g. http://127.0.0.1:3128"
+    if "@" in plain.partition("://")[2].replace(parts.netloc, "", 1) or parts.path not in ("", "/"):
+        return (
+            f"{redact_text(url)!r}: a proxy URL is scheme://[USER:PASSWORD@]HOST:PORT ('/', '#', '?' and '@' in a "
+            "password percent-encoded)"
+        )
     password = urlsplit(url).password
-    if password is not None and not secrets_allowed and not VARIABLE.fullmatch(password):
+    if password and not secrets_allowed and not VARIABLE.fullmatch(password):  # (none: a key as the user name)
         return (
             f"{redact_text(url)!r}: write the password as ${{VARIABLE}} and set that variable in the crawl's "
             f"environment (a password written here ends up in shell histories, checkpoints and logs)"
@@ -98,8 +103,10 @@ def pool_file_lines(text: str) -> list[str]:
 
 
 def expand(url: str, environ: Mapping[str, str]) -> str:
-    """``${VAR}`` replaced by the environment's value (KeyError: the variable's name, when it is not set)."""
-    return VARIABLE.sub(lambda m: environ[m.group(1)], url)
+    """``${VAR}`` replaced by the environment's value, percent-encoded (KeyError: the variable's name, when it is not
+    set). Encoded, a password holding ``/``, ``#``, ``?`` or ``@`` stays a password: as it is, it would re-parse the
+    URL (its rest taken for the host, the path, the fragment) and show up whole where only the proxy's name should."""
+    return VARIABLE.sub(lambda m: quote(environ[m.group(1)], safe=""), url)
 
 
 @dataclass(frozen=True, slots=True)
