@@ -234,3 +234,71 @@ def test_after_a_restart_every_host_counts_as_just_asked_for_and_a_dead_crawl_is
     assert again.forget("dead") == 1 and again.holders() == set()
     (mine,) = again.reserve("b", [Ask("old.test", 2.0)])
     assert isinstance(mine, Wait) and mine.until == held.at + 2.0  # (its slot counted as used)
+
+
+def test_a_budget_that_cannot_be_reached_means_wait_with_every_host_and_release_kept() -> None:
+    """Issue 46.8: the budget goes away mid-crawl (Redis down). The shard sends nothing meanwhile, keeps the hosts it
+    had taken from its schedule and the slots it had to give back, says why it waits, and goes on when the budget
+    answers again: every URL fetched once, every slot released, no request closer than the delay."""
+    from collections.abc import Sequence
+
+    from raycrawl.core.frontier import FrontierSettings, FrontierShard
+    from raycrawl.core.host_budget import BudgetUnavailable, LocalBudget, Release
+    from raycrawl.core.politeness import DelayPolicy
+    from raycrawl.core.records import Ack, UrlEntry
+
+    class Flaky(LocalBudget):
+        down = False
+
+        def exchange(self, releases: Sequence[Release], asks: Sequence[Ask], horizon: float) -> list[Grant | Wait]:
+            if self.down:
+                raise BudgetUnavailable("Redis at redis://127.0.0.1:1/0 is unavailable (ConnectionError)")
+            return super().exchange(releases, asks, horizon)
+
+    clock = Clock()
+    budget = HostBudget(clock=clock)
+    client = Flaky(budget, "a")
+    shard = FrontierShard(0, FrontierSettings(policy=DelayPolicy(delay=0.5, delay_factor=0.0), first_slot_spread=0.0),
+                          clock=clock, budget=client)  # fmt: skip
+    hosts = ["h.test", "k.test"]
+    shard.push([UrlEntry(f"http://{h}/{i}", 1) for h in hosts for i in range(10)])
+    sent: list[tuple[float, str, str]] = []  # (when, host, url)
+    answers: list[tuple[float, Ack]] = []
+    said: set[str | None] = set()
+    while clock.now < 1040.0:
+        client.down = 1005.0 <= clock.now < 1015.0
+        for lease in shard.lease(10, horizon=0.3):
+            assert not client.down
+            at = max(clock.now, lease.not_before)
+            sent.append((at, lease.entry.url.split("/")[2], lease.entry.url))
+            status = 404 if lease.kind == "robots" else 200
+            answers.append((at + 0.05, Ack(lease.lease_id, status, at + 0.05, 0.05, False, ended_at=at + 0.05)))
+        said.add(shard.budget_unavailable)
+        clock.now += 0.05
+        shard.ack([ack for when, ack in answers if when <= clock.now])
+        answers = [a for a in answers if a[0] > clock.now]
+        if client.down:
+            shard.settle_budget()  # (a checkpoint's: its releases are kept too)
+    pages = [url for _, _, url in sent if not url.endswith("/robots.txt")]
+    assert sorted(pages) == sorted(f"http://{h}/{i}" for h in hosts for i in range(10))  # each once, none lost
+    assert not [s for s in sent if 1005.05 <= s[0] < 1015.0]  # nothing sent while the budget was away
+    assert any(s[0] >= 1015.0 for s in sent)  # ... and the crawl went on after
+    for host in hosts:
+        times = sorted(t for t, h, _ in sent if h == host)
+        assert all(b - a >= 0.5 + 0.05 - 1e-9 for a, b in itertools.pairwise(times))
+        assert budget.in_flight(host) == 0  # every slot was given back
+    assert shard.counters["shared_unavailable"] > 0 and shard.budget_unavailable is None
+    assert "Redis at redis://127.0.0.1:1/0 is unavailable (ConnectionError)" in said
+
+
+def test_a_redis_budget_that_is_down_answers_budget_unavailable_without_its_password() -> None:
+    import pytest
+
+    from raycrawl.actors.politeness_registry import RedisClient
+    from raycrawl.core.host_budget import BudgetUnavailable
+    from raycrawl.testing import free_port
+
+    client = RedisClient(f"redis://:hunter2@127.0.0.1:{free_port()}/0", "a")  # (nothing listens there)
+    with pytest.raises(BudgetUnavailable) as caught:
+        client.exchange([("h.test", 1, 1000.0)], [Ask("h.test", 0.5)], 0.3)
+    assert "unavailable" in str(caught.value) and "hunter2" not in str(caught.value)

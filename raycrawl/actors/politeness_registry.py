@@ -24,7 +24,7 @@ import ray
 from ray.exceptions import ActorUnavailableError, RayActorError
 from ray.experimental import internal_kv
 
-from raycrawl.core.host_budget import Ask, BudgetClient, Grant, HostBudget, Release, Wait
+from raycrawl.core.host_budget import Ask, BudgetClient, BudgetUnavailable, Grant, HostBudget, Release, Wait
 
 REGISTRY_NAME = "politeness"
 NAMESPACE = "raycrawl"  # (the coordinators' too: a crawl's is named by its id there)
@@ -105,13 +105,19 @@ class RedisClient:
         import redis  # (here: only a budget kept in Redis needs it, and every shard imports this module)
 
         from raycrawl.adapters.redis_budget import RedisHostBudget
+        from raycrawl.adapters.snapshots import redis_url_for_messages
 
         self._budget = RedisHostBudget(redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=10))
         self._crawl = crawl
+        self._where = redis_url_for_messages(url)
+        self._errors = (redis.RedisError, OSError)
 
     def exchange(self, releases: Sequence[Release], asks: Sequence[Ask], horizon: float) -> list[Grant | Wait]:
-        self._budget.release(self._crawl, releases)
-        return self._budget.reserve(self._crawl, asks, horizon)
+        try:
+            self._budget.release(self._crawl, releases)
+            return self._budget.reserve(self._crawl, asks, horizon)
+        except self._errors as exc:  # (an outage is a wait: the shard keeps its hosts and releases)
+            raise BudgetUnavailable(f"Redis at {self._where} is unavailable ({type(exc).__name__})") from None
 
 
 def budget_client(shared: str | None, crawl: str) -> BudgetClient | None:

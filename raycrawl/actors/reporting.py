@@ -60,7 +60,8 @@ def progress(
         **(loop.freshness() if loop.scheduled or loop.stats.revisit_lag else {}),  # (a continuous crawl's)
         **({"proxies": proxies} if proxies is not None else {}),
         "stop_reason": loop.user_stop or loop.stop_reason,
-        "checkpoint_error": checkpoint_error,
+        # (the one warning line the CLI shows: a budget that does not answer holds back requests, so it goes first)
+        "checkpoint_error": _waiting(loop.budget_unavailable) or checkpoint_error,
         "checkpoints": len(checkpoints),
         # the last cut: its id, seconds to snapshot and commit, bytes written; pause_s: from the stop of leasing until
         # the crawl was at rest (fetches under way finishing). The crawl is held for pause_s + seconds.
@@ -141,3 +142,9 @@ def write_summary(storage: Storage, summary: dict[str, Any]) -> str | None:
     except StorageError as exc:
         return f"stats.json: {exc}"
     return None
+
+
+def _waiting(budget_unavailable: str | None) -> str | None:
+    if budget_unavailable is None:
+        return None
+    return f"shared politeness: {budget_unavailable}; its hosts get no request until it answers"

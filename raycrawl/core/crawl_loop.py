@@ -59,6 +59,7 @@ class ShardSummary:
     latencies: list[float] = field(default_factory=list)  # seconds to the response, of pages settled since then
     best_waiting: float | None = None  # with priorities: the best key of a host due but not leased (lower: better)
     store_full: str | None = None  # why the shard's queue store refused URLs (a full disk): the crawl stops
+    budget_unavailable: str | None = None  # why the shared politeness budget did not answer: its hosts wait
     due_backlog: int = 0  # hosts due within the horizon that no lease took (core/demand.py)
     # A continuous crawl's schedule (core/due_queue.py): revisits waiting for their time, those due within the hour,
     # and how long ago the first of them was due (0: none is overdue)
@@ -116,6 +117,7 @@ class CrawlLoop:
         self.stop_reason: str | None = None  # a budget ran out and leftovers are recorded: queued ends out_of_budget
         self.user_stop: str | None = None  # the operator stopped (or a budget, leftovers kept): checkpoint, end
         self.disk_full: str | None = None  # a shard's queue store refused URLs: stopped as by the operator
+        self.budget_unavailable: str | None = None  # the shared politeness budget did not answer a shard's last round
         self.paused: str | None = None
         self.final_drain: str | None = None
         self.checkpoint_due = False
@@ -195,6 +197,7 @@ class CrawlLoop:
         shards counted since the last round (already added to the crawl's counters)."""
         moved = CrawlStats(started_at=0.0)
         self._closed_since = 0
+        self.budget_unavailable = next((s.budget_unavailable for s in summaries if s.budget_unavailable), None)
         for shard, (summary, ref) in enumerate(zip(summaries, refs, strict=True)):
             self.summaries[shard] = summary
             if summary.store_full is not None and self.disk_full is None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from raycrawl.core.due_queue import DUE_HOST, DueQueue, due_of
-from raycrawl.core.host_budget import Ask, BudgetClient, Grant, Release
+from raycrawl.core.host_budget import Ask, BudgetClient, BudgetUnavailable, Grant, Release
 from raycrawl.core.hosts import HostState
 from raycrawl.core.politeness import DelayPolicy, backoff, first_slot_offset
 from raycrawl.core.priority import by_depth
@@ -54,6 +54,7 @@ Clock = Callable[[], float]
 HOST_BUDGET = "max_pages_per_host"  # the detail of URLs a host's page budget turned away
 SITEMAP_BOUND = "max_sitemaps_per_host"  # ... and of sitemap files past the per-host bound
 EVICT_EVERY = 300.0  # seconds between two looks for idle hosts to forget (FrontierShard.evict_idle)
+BUDGET_RETRY_S = 1.0  # a shared budget that could not be reached is asked again after this (its hosts wait)
 RELEASE_BOUND = 10_000  # revisits due that one lease call moves from the schedule to their hosts' queues
 
 
@@ -108,6 +109,7 @@ class FrontierShard:
         self._budget = budget
         self._budget_tokens: dict[int, tuple[str, int]] = {}  # lease id -> (host, its slot's token)
         self._budget_releases: list[Release] = []  # slots to give back at the next exchange
+        self.budget_unavailable: str | None = None  # why the shared budget did not answer the last exchange
         self.settings = settings
         self._score = score
         # Hosts are ranked by their best URL only when scores say more than depth (that ranking costs ~25% of
@@ -532,7 +534,17 @@ class FrontierShard:
             return []
         concurrency = self.settings.per_host_concurrency
         asks = [Ask(hs.key, hs.delay, concurrency) for hs in hosts]
-        answers = self._budget.exchange(releases, asks, horizon)  # type: ignore[union-attr]  # (set: shared)
+        try:
+            answers = self._budget.exchange(releases, asks, horizon)  # type: ignore[union-attr]  # (set: shared)
+        except BudgetUnavailable as exc:  # (nothing granted: no request; every host and release kept for later)
+            self._budget_releases[:0] = releases
+            for hs in hosts:
+                hs.block(now + BUDGET_RETRY_S, "shared")
+                self._schedule(hs)
+            self.counters["shared_unavailable"] += 1
+            self.budget_unavailable = str(exc)
+            return []
+        self.budget_unavailable = None
         out: list[Lease] = []
         for hs, answer in zip(hosts, answers, strict=True):
             if not isinstance(answer, Grant):
@@ -585,7 +597,11 @@ class FrontierShard:
         """Give back the slots this shard is done with now (a round that leases nothing: a checkpoint's)."""
         if self._budget is not None and self._budget_releases:
             releases, self._budget_releases = self._budget_releases, []
-            self._budget.exchange(releases, [], 0.0)
+            try:
+                self._budget.exchange(releases, [], 0.0)
+            except BudgetUnavailable as exc:  # (given at a later exchange; the ttl takes them back meanwhile)
+                self._budget_releases[:0] = releases
+                self.budget_unavailable = str(exc)
 
     def _run_after(self, hs: HostState, head: Lease, limit: float, room: int) -> list[Lease]:
         """The leases that follow ``head`` in its host's run (core/runs.py): as many queued URLs as the host's

@@ -76,8 +76,14 @@ class _Host:
 Release = tuple[str, int, float]
 
 
+class BudgetUnavailable(Exception):
+    """The shared budget could not be reached (Redis down, say): nothing of the exchange is known to have happened.
+    The shard sends nothing to the hosts that asked and keeps them and its releases for a later exchange."""
+
+
 class BudgetClient(Protocol):
-    """What a shard calls once per round: its releases since the last call, and this round's asks."""
+    """What a shard calls once per round: its releases since the last call, and this round's asks (BudgetUnavailable
+    when the budget cannot be reached: releases may be given again, a token released twice is released once)."""
 
     def exchange(self, releases: Sequence[Release], asks: Sequence[Ask], horizon: float) -> list[Grant | Wait]: ...
 

@@ -145,6 +145,7 @@ class ShardWork:
             latencies=self._latencies,
             best_waiting=shard.best_waiting(horizon),
             store_full=shard.store_full,
+            budget_unavailable=shard.budget_unavailable,
             # (a round that leased less than its quota left no due host unleased: the walk only when it ran out)
             due_backlog=shard.due_backlog(horizon, BACKLOG_CAP) if len(leases) >= quota else 0,
         )
