@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import fetched_page
@@ -18,7 +19,7 @@ from raycrawl.adapters.browser import Renderer
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.render_jobs import RenderJob, RenderOutcome, RenderSettings
 from raycrawl.testing import TestWeb, WebSpec
-from raycrawl.testing.canary import Canary
+from raycrawl.testing.canary import Canary, UdpCanary
 from raycrawl.testing.process import gaps_by_host, kill_descendants
 from raycrawl.testing.tinyproxy import TinyProxy
 
@@ -150,3 +151,105 @@ def test_a_page_that_came_through_a_proxy_sends_its_scripts_requests_through_it(
     assert all("render-proxy" in str(r.get("via", "")) for r in scripts), scripts
     base = web.graph.url(0, 0).rstrip("/")
     assert [u for u in through_proxy if u.startswith(base)] == [base + "/app.js", base + "/data/1.json"]
+
+
+def render_bodies(settings: RenderSettings, fetch: FetchSettings, url: str, bodies: list[str]) -> list[RenderOutcome]:
+    """Render pages whose fetched bodies are ``bodies`` (each served from its job at ``url``), with one Renderer."""
+
+    async def main() -> list[RenderOutcome]:
+        renderer = Renderer(settings, fetch)
+        try:
+            jobs = [
+                RenderJob(url, 200, "OK", [("Content-Type", "text/html")], body.encode(), time.time(), gap=GAP)
+                for body in bodies
+            ]
+            return [await renderer.render(job) for job in jobs]
+        finally:
+            await renderer.close()
+
+    return asyncio.run(main())
+
+
+def test_webrtc_reaches_nothing_from_a_rendered_page(web: TestWeb) -> None:
+    """Issue 46.5: WebRTC's STUN goes over UDP, past the HTTP proxy setting: a page's script gathering ICE
+    candidates toward a loopback canary sent it 4 datagrams; now none (the script ran: its gathering completed)."""
+    with UdpCanary("127.0.0.96") as udp:
+        body = f"""<html><body><p id=s>start</p><script>
+        const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.96:{udp.port}'}},
+                                                         {{urls: 'turn:127.0.0.96:{udp.port}', username: 'u',
+                                                           credential: 'c'}}]}});
+        pc.createDataChannel('x');
+        pc.onicegatheringstatechange = () => {{
+          document.getElementById('s').textContent = 'ice ' + pc.iceGatheringState; }};
+        pc.createOffer().then(o => pc.setLocalDescription(o));
+        </script></body></html>"""
+        [outcome] = render_bodies(RenderSettings(render_settle=3.0), fetch_settings(web), web.graph.url(0, 0), [body])
+        time.sleep(0.5)  # (a datagram still on its way over loopback)
+    assert outcome.html is not None and "ice complete" in outcome.html, outcome
+    assert udp.datagrams == 0
+
+
+def test_a_rendered_dom_over_max_body_bytes_is_not_kept(web: TestWeb) -> None:
+    """Issue 46.10: the rendered DOM bypassed max_body_bytes into the WARC and link extraction."""
+    fetch = FetchSettings(
+        user_agent="raycrawl-test/1", allow_network=(f"{web.graph.ip(0)}/32",), max_body_bytes=1 << 20
+    )
+    big = "<html><body><script>document.body.textContent = 'x'.repeat(3000000);</script></body></html>"
+    small = "<html><body><script>document.body.textContent = 'y'.repeat(3000);</script></body></html>"
+    over, under = render_bodies(RenderSettings(), fetch, web.graph.url(0, 0), [big, small])
+    assert over.html is None and not over.settled and "max_body_bytes" in over.reason, over.reason
+    assert under.settled and under.html is not None and "y" * 3000 in under.html
+
+
+def test_a_page_that_takes_the_browsers_memory_is_stopped_while_it_renders(web: TestWeb) -> None:
+    """Issue 46.10: memory was looked at every 10th page, after it; a page now ends when the browsers go over
+    render_max_memory_mb under it, and that browser is replaced."""
+    from raycrawl.adapters.browser import _browser_memory_mb
+
+    async def baseline() -> float:
+        renderer = Renderer(RenderSettings(), fetch_settings(web))
+        try:
+            await renderer.render(job_for(web.graph.url(0, 1)))
+            return _browser_memory_mb()
+        finally:
+            await renderer.close()
+
+    bound = int(asyncio.run(baseline())) + 300
+    hog = """<html><body><script>
+    const keep = []; let n = 0;
+    const grow = setInterval(() => { const a = new Uint8Array(50 << 20); a.fill(1); keep.push(a);
+                                     if (++n >= 60) clearInterval(grow); }, 50);
+    </script></body></html>"""
+    settings = RenderSettings(render_max_memory_mb=bound, render_settle=8.0, render_timeout=20.0)
+    [outcome] = render_bodies(settings, fetch_settings(web), web.graph.url(0, 0), [hog])
+    assert outcome.html is None and "render_max_memory_mb" in outcome.reason, outcome.reason
+    assert outcome.total_ms < 15_000 and outcome.restarts == 0
+
+
+def test_a_rendered_pages_download_is_never_written(
+    web: TestWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46.10: a script's download (a blob saved through <a download>) was written to the browser's disk."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # (where Playwright's driver keeps what a browser downloads)
+    seen: set[str] = set()
+    stop = threading.Event()
+
+    def look() -> None:
+        while not stop.is_set():
+            seen.update(str(p) for p in tmp_path.glob("playwright-artifacts-*/*") if p.is_file())
+            time.sleep(0.02)
+
+    body = """<html><body><script>
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob(['z'.repeat(1 << 20)]));
+    a.download = 'payload.bin'; document.body.appendChild(a); a.click();
+    </script></body></html>"""
+    watcher = threading.Thread(target=look, daemon=True)
+    watcher.start()
+    try:
+        [outcome] = render_bodies(RenderSettings(render_settle=2.0), fetch_settings(web), web.graph.url(0, 0), [body])
+    finally:
+        stop.set()
+        watcher.join()
+    assert outcome.settled, outcome
+    assert seen == set()

@@ -11,8 +11,11 @@ The browser never touches the network itself:
 - what is not intercepted (a WebSocket, the browser's own background traffic) meets a proxy that is not there
   (``--proxy-server`` at a closed loopback port, loopback included): it goes nowhere.
 
-A browser is replaced after ``render_restart_pages`` pages or past ``render_max_memory_mb``; one that dies under a
-page (crash, killed) is replaced and the page tried once more, then ends with the reason.
+- its downloads are refused, and the DOM it gives is held to ``max_body_bytes`` as a fetched body is.
+
+A browser is replaced after ``render_restart_pages`` pages or past ``render_max_memory_mb`` (looked at while each
+page renders: a page under which it goes over is dropped); one that dies under a page (crash, killed) is replaced and
+the page tried once more, then ends with the reason.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 import psutil
-from playwright.async_api import Browser, Playwright, Route, async_playwright
+from playwright.async_api import Browser, Page, Playwright, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver, check_target
@@ -53,6 +56,20 @@ CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-brows
 DEAD_PROXY = "http://127.0.0.1:9"  # (the discard port: nothing that escapes interception gets anywhere)
 SETTLE_POLL_S = 0.05
 CONTENT_TIMEOUT_MS = 5000.0  # reading the DOM of a page that did not settle
+MEMORY_POLL_S = 0.25  # how often the browsers' memory is looked at while a page renders (~1-3 ms of psutil each)
+# The DOM's size as the page holds it (UTF-16 code units: no more than its UTF-8 bytes, save for the astral plane)
+DOM_SIZE_JS = "() => (document.documentElement ? document.documentElement.outerHTML.length : 0)"
+# What keeps the browser off the network, beside the interception: what is not intercepted meets a proxy that is not
+# there; WebRTC, which ignores the proxy for UDP (STUN/TURN), may use only proxied transports (none); and no name
+# resolves (DNS is the system's, outside the guard: a prefetch or a STUN server's name would be a lookup leaving here).
+BROWSER_ARGS = [
+    f"--proxy-server={DEAD_PROXY}",
+    "--proxy-bypass-list=<-loopback>",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",  # (the switch this Chromium reads: measured, 4 -> 0 packets)
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--dns-prefetch-disable",
+    "--disable-gpu",
+]
 MEMORY_CHECK_EVERY = 10  # pages between two looks at the browsers' memory
 FORWARDED_HEADERS = frozenset({"accept", "accept-language", "referer", "x-requested-with"})
 # (the body handed on is the decoded one, and the connection is this process's, not the browser's)
@@ -207,36 +224,31 @@ class Renderer:
             raise _BrowserGone("the browser was gone before the page")
         try:
             context = await handle.browser.new_context(
-                user_agent=self.fetch.user_agent, service_workers="block", java_script_enabled=True
+                user_agent=self.fetch.user_agent,
+                service_workers="block",
+                java_script_enabled=True,
+                accept_downloads=False,  # (a script's download -- a blob, a data: URL -- is cancelled, never written)
             )
         except PlaywrightError as exc:
             raise _BrowserGone(_short(exc)) from None
         outcome = RenderOutcome()
+        watch = asyncio.ensure_future(self._memory_watch())
         try:
             await context.route("**/*", lambda route: self._route(route, state))
             page = await context.new_page()
             page.on("crash", lambda _: crashed.append("the page crashed"))
-            deadline = started + s.render_timeout
-            try:
-                await page.goto(state.job.url, wait_until="load", timeout=max(1.0, deadline - time.monotonic()) * 1000)
-                outcome.load_ms = (time.monotonic() - started) * 1000
-                state.quiet_since = time.monotonic()
-                while not (state.inflight == 0 and time.monotonic() - state.quiet_since >= s.render_settle):
-                    if time.monotonic() >= deadline:
-                        raise TimeoutError
-                    if crashed or not handle.browser.is_connected():
-                        raise _BrowserGone(crashed[0] if crashed else "the browser died")
-                    await asyncio.sleep(SETTLE_POLL_S)
-                outcome.settled, outcome.reason = True, "settled"
-            except (TimeoutError, PlaywrightError) as exc:
-                if crashed or not handle.browser.is_connected():
-                    raise _BrowserGone(crashed[0] if crashed else f"the browser died: {_short(exc)}") from None
-                if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
-                    outcome.reason = f"did not settle within {s.render_timeout:g} s"
-                else:
-                    outcome.reason = f"render failed: {_short(exc)}"
+            loading = asyncio.ensure_future(self._load_and_settle(page, handle, state, started, outcome, crashed))
+            await asyncio.wait({loading, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if not loading.done():  # (the browser went over its memory bound under this page: it is dropped)
+                loading.cancel()
+                await asyncio.gather(loading, return_exceptions=True)
+                handle.retired = True
+                self.replaced += 1
+                outcome.reason = watch.result()
+                return self._ended(outcome, state, started)
+            loading.result()  # (_BrowserGone: the caller tries the page again on a new browser)
             try:  # (the DOM as it is, settled or not: a page that never settles still has what it built)
-                outcome.html = await asyncio.wait_for(page.content(), CONTENT_TIMEOUT_MS / 1000)
+                outcome.html = await self._dom(page, outcome)
                 if s.render_screenshots:
                     outcome.screenshot = await page.screenshot(type="png", timeout=CONTENT_TIMEOUT_MS)
             except (TimeoutError, PlaywrightError) as exc:
@@ -246,10 +258,65 @@ class Renderer:
                 if outcome.settled:
                     outcome.settled, outcome.reason = False, f"the DOM could not be read: {_short(exc)}"
         finally:
+            watch.cancel()
             state.over = True
             await _quietly(context.close())
             async with state.lock:  # (a request on its way ends before the host's clock is read)
                 pass
+        return self._ended(outcome, state, started)
+
+    async def _load_and_settle(
+        self, page: Page, handle: _Browser, state: _PageState, started: float, outcome: RenderOutcome,
+        crashed: list[str],
+    ) -> None:  # fmt: skip
+        """Load the page and wait until it settles (no request in flight for ``render_settle``) or the bound; the
+        outcome says which."""
+        s = self.settings
+        deadline = started + s.render_timeout
+        try:
+            await page.goto(state.job.url, wait_until="load", timeout=max(1.0, deadline - time.monotonic()) * 1000)
+            outcome.load_ms = (time.monotonic() - started) * 1000
+            state.quiet_since = time.monotonic()
+            while not (state.inflight == 0 and time.monotonic() - state.quiet_since >= s.render_settle):
+                if time.monotonic() >= deadline:
+                    raise TimeoutError
+                if crashed or not handle.browser.is_connected():
+                    raise _BrowserGone(crashed[0] if crashed else "the browser died")
+                await asyncio.sleep(SETTLE_POLL_S)
+            outcome.settled, outcome.reason = True, "settled"
+        except (TimeoutError, PlaywrightError) as exc:
+            if crashed or not handle.browser.is_connected():
+                raise _BrowserGone(crashed[0] if crashed else f"the browser died: {_short(exc)}") from None
+            if isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__:
+                outcome.reason = f"did not settle within {s.render_timeout:g} s"
+            else:
+                outcome.reason = f"render failed: {_short(exc)}"
+
+    async def _dom(self, page: Page, outcome: RenderOutcome) -> str | None:
+        """The rendered DOM, within the crawl's ``max_body_bytes`` as a fetched body is (it goes to the WARC and to
+        link extraction the same way): measured in the page first, so an oversized DOM never crosses to here."""
+        bound = self.fetch.max_body_bytes
+        size = await asyncio.wait_for(page.evaluate(DOM_SIZE_JS), CONTENT_TIMEOUT_MS / 1000)
+        html: str | None = None
+        if isinstance(size, int | float) and size <= bound:
+            html = await asyncio.wait_for(page.content(), CONTENT_TIMEOUT_MS / 1000)
+        if html is None or len(html.encode("utf-8", "surrogatepass")) > bound:
+            outcome.settled, outcome.reason = False, f"the rendered DOM is over max_body_bytes ({bound:,} bytes)"
+            return None
+        return html
+
+    async def _memory_watch(self) -> str:
+        """Returns (with the reason) once this process's browsers hold more than ``render_max_memory_mb``; looked at
+        every MEMORY_POLL_S while a page renders (a page can take gigabytes between two pages' checks)."""
+        bound = self.settings.render_max_memory_mb
+        while True:
+            await asyncio.sleep(MEMORY_POLL_S)
+            used = await asyncio.to_thread(_browser_memory_mb)
+            if used > bound:
+                return f"the browser went over render_max_memory_mb ({used:,.0f} > {bound} MB) under the page"
+
+    @staticmethod
+    def _ended(outcome: RenderOutcome, state: _PageState, started: float) -> RenderOutcome:
         outcome.total_ms = (time.monotonic() - started) * 1000
         outcome.requests, outcome.blocked = state.sent, dict(state.blocked)
         outcome.host_free_at = state.free_at if state.sent else 0.0
@@ -359,7 +426,7 @@ class Renderer:
             browser = await self._playwright.chromium.launch(
                 executable_path=self._executable,
                 headless=True,
-                args=[f"--proxy-server={DEAD_PROXY}", "--proxy-bypass-list=<-loopback>", "--disable-gpu"],
+                args=BROWSER_ARGS,
             )
             self._current = _Browser(browser)
             self.launched += 1
@@ -383,12 +450,16 @@ class Renderer:
 
 
 def _browser_memory_mb() -> float:
-    """Resident memory of this process's browsers (every Chromium process under it), in MB."""
+    """Private resident memory of this process's browsers (every Chromium process under it: RSS less what is shared
+    with others), in MB. Summed RSS counts the shared libraries and shared memory once per process: ~460 MB for an
+    idle browser here, ~1,060 MB under a 3 MB page, against ~100 and ~190 private (PSS says ~230 and ~270, but
+    reading smaps costs ~20-35 ms a look against ~3)."""
     total = 0
     for child in psutil.Process().children(recursive=True):
         try:
             if "chrom" in child.name().lower():
-                total += child.memory_info().rss
+                info = child.memory_info()
+                total += info.rss - info.shared
         except psutil.Error:
             continue
     return total / 1e6
