@@ -65,3 +65,53 @@ def test_redis_outage_is_survived_with_a_warning(tmp_path: Path) -> None:
     assert_each_url_once(records)
     reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
     assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)  # 0 lost
+
+
+def test_shared_politeness_waits_out_a_redis_outage_and_goes_on(tmp_path: Path) -> None:
+    """Issue 46.8: with --shared-politeness on a Redis that goes away, the crawl sends nothing while it is away (once
+    what was already granted has gone), says why it waits, and goes on when it returns: every page once, no gap at
+    the server under the delay, exit 0 with a final checkpoint."""
+    import itertools
+    from collections import defaultdict
+
+    port = free_port()
+    redis_proc = start_redis(port, tmp_path)
+    spec = WebSpec(hosts=6, pages_per_host=40, page_bytes=200, private_links=False)
+    delay = 0.2
+    with TestWeb(spec) as web:
+        command = [
+            sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(), "--out", str(tmp_path / "out"),
+            "--delay", str(delay), "--shared-politeness", f"redis://:s3cret@127.0.0.1:{port}/0",
+            "--crawl-id", "shared-outage", "--allow-network", "127.0.0.0/8", "--quiet",
+        ]  # fmt: skip
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        crawl = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_until(lambda: crawl.poll() is not None or len(page_requests(web.requests())) >= 40, 120, "crawling")
+            assert crawl.poll() is None, "the crawl ended before Redis was stopped"
+            redis_proc.terminate()
+            redis_proc.wait(timeout=10)
+            time.sleep(3)  # (what was granted before the outage is sent, and answered)
+            settled = len(web.requests())
+            time.sleep(6)  # the outage itself: a span of time without Redis
+            during = len(web.requests()) - settled
+            redis_proc = start_redis(port, tmp_path)
+            _, stderr = crawl.communicate(timeout=300)
+        finally:
+            if crawl.poll() is None:
+                crawl.kill()
+            redis_proc.terminate()
+            redis_proc.wait(timeout=10)
+        requests = web.requests()
+    assert crawl.returncode == 0, stderr
+    assert during == 0  # no request while the budget could not be asked
+    assert "warning: shared politeness: Redis at redis://127.0.0.1" in stderr and "s3cret" not in stderr, stderr
+    assert "Traceback" not in stderr
+    records = read_pages(str(tmp_path / "out"))
+    assert_each_url_once(records)
+    reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)  # 0 lost
+    by_ip: dict[str, list[float]] = defaultdict(list)
+    for r in requests:
+        by_ip[r["ip"]].append(float(r["t"]))
+    assert min(b - a for t in by_ip.values() for a, b in itertools.pairwise(sorted(t))) >= delay - 0.005
