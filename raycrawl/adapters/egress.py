@@ -120,7 +120,9 @@ def _parsed(url: str) -> _Proxy:
     auth = None
     if parts.username is not None:
         auth = aiohttp.BasicAuth(unquote(parts.username), unquote(parts.password or ""))
-    return _Proxy(redact_text(url), parts.scheme, host, port, URL(f"{parts.scheme}://{netloc}:{port}"), auth)
+    address = URL(f"{parts.scheme}://{netloc}:{port}")
+    # (the host as aiohttp asks its resolver for it: IDNA-encoded, as looked up)
+    return _Proxy(redact_text(url), parts.scheme, address.raw_host or host, port, address, auth)
 
 
 class _PassNames(AbstractResolver):
