@@ -1,0 +1,106 @@
+"""Issue 47, groundwork: the page an extractor sees, the built-in metadata and CSS-field extractors, and the
+content contract's verdicts (core/page.py, core/extractors.py, core/contract.py) -- pure, without Ray. Nothing in a
+crawl runs them yet."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from raycrawl.core.contract import ContentContract, judge
+from raycrawl.core.extractors import CssField, CssFields, meta
+from raycrawl.core.page import Page
+
+PRODUCT = {"@context": "https://schema.org", "@type": "Product", "name": "Kettle", "offers": {"price": "19.90"}}
+HTML = f"""<!doctype html><html lang="de-AT"><head><meta charset="windows-1252">
+<title>  Der   Kessel \xfcber alles </title>
+<meta name="description" content="A kettle.">
+<meta property="og:title" content="Kettle (OG)"><meta property="og:image" content="/k.png">
+<link rel="canonical" href="/p/kettle"><link rel="alternate" hreflang="en" href="https://a.test/en/kettle">
+<script type="application/ld+json">{json.dumps(PRODUCT)}</script>
+<script type="application/ld+json">{{ not json</script>
+</head><body><nav>Home | Shop</nav><h1>Kettle</h1><span class="price"> 19,90 &euro; </span>
+<ul><li class="tag">steel</li><li class="tag">1.7 l</li></ul><a class="buy" href="/cart?add=1">Buy</a></body></html>"""
+
+
+def page_of(html: str | bytes, content_type: str | None = "text/html", url: str = "http://a.test/p/1") -> Page:
+    body = html.encode("windows-1252") if isinstance(html, str) else html
+    return Page(url, 200, body, (("Content-Type", content_type),) if content_type else (), content_type=content_type)
+
+
+def test_a_page_is_decoded_and_parsed_once_when_asked() -> None:
+    page = page_of(HTML, "text/html")  # (no charset in the header: the page's <meta> says windows-1252)
+    assert page._text is None and page._tree is None  # nothing made before it is asked for
+    assert "Kessel \xfcber" in page.text and page.tree is page.tree
+    assert page.header("content-type") == "text/html" and page.media_type == "text/html"
+    assert page.requested_url == page.final_url == "http://a.test/p/1"
+
+
+def test_meta_reads_what_a_page_says_of_itself() -> None:
+    item = meta(page_of(HTML))
+    assert item is not None
+    assert item["title"] == "Der Kessel \xfcber alles" and item["description"] == "A kettle."
+    assert item["language"] == "de-AT" and item["canonical"] == "http://a.test/p/kettle"
+    assert item["hreflang"] == [{"lang": "en", "href": "https://a.test/en/kettle"}]
+    assert item["opengraph"] == {"title": "Kettle (OG)", "image": "/k.png"}
+    assert item["json_ld"] == [PRODUCT]  # (the block that does not parse is skipped)
+    assert meta(page_of(b"%PDF-1.7 ...", "application/pdf")) is None  # not a data page
+    bare = meta(page_of("<html><head><meta property='og:title' content='Only OG'></head></html>"))
+    assert bare is not None and bare["title"] == "Only OG" and bare["json_ld"] == []
+
+
+def test_css_fields_take_text_or_attributes_of_the_first_or_every_match() -> None:
+    fields = CssFields.parse({
+        "name": "css:h1", "price": "css:.price::text", "buy": "css:a.buy::attr(href)",
+        "tags": "css-all:li.tag::text", "missing": "css:.nothing-here",
+    })  # fmt: skip
+    assert fields(page_of(HTML)) == {
+        "name": "Kettle", "price": "19,90 \u20ac", "buy": "/cart?add=1", "tags": ["steel", "1.7 l"], "missing": None,
+    }  # fmt: skip
+    for bad in ("xpath://h1", "css:", "css:h1::attr()", "css:p[[::text"):
+        with pytest.raises(ValueError, match="price"):
+            CssField.parse("price", bad)
+
+
+def test_the_contract_accepts_rejects_and_quarantines() -> None:
+    page = page_of(HTML)
+    contract = ContentContract(required=("title",), min_chars=(("text", 20),), languages=frozenset({"de", "en"}))
+
+    def extract(p: Page) -> dict[str, Any] | None:
+        if p.url.endswith("/none"):
+            return None
+        if p.url.endswith("/boom"):
+            raise KeyError("price")
+        return {"title": "T", "text": p.url.rsplit("/", 1)[1] * 30, "language": "de-AT"}
+
+    assert judge(page, extract, contract).verdict == "accepted"
+    nothing = judge(page_of(HTML, url="http://a.test/none"), extract, contract)
+    assert (nothing.item, nothing.verdict, nothing.reason) == (None, None, None)
+    boom = judge(page_of(HTML, url="http://a.test/boom"), extract, contract)
+    assert boom.verdict == "quarantined" and boom.reason is not None and "KeyError" in boom.reason
+    short = judge(page_of(HTML, url="http://a.test/"), extract, contract)
+    assert short.verdict == "rejected" and short.reason == "text has 0 characters, fewer than 20"
+    french = judge(page, lambda p: {"title": "T", "text": "x" * 20, "language": "fr"}, contract)
+    assert (french.verdict, french.reason) == ("rejected", "language fr is not allowed")
+    untitled = judge(page, lambda p: {"title": "", "text": "x" * 20, "language": "en"}, contract)
+    assert untitled.reason == "required field title is missing"
+    typed = judge(page, lambda p: {}, ContentContract(content_types=frozenset({"application/json"})))
+    assert typed.reason == "content type text/html is not allowed"
+    said = judge(page, lambda p: {"a": 1}, ContentContract(), accept=lambda p, item: "no price")
+    assert (said.verdict, said.reason) == ("rejected", "no price")
+    odd = judge(page, lambda p: ["not", "a", "dict"], ContentContract())  # type: ignore[arg-type,return-value]
+    assert odd.verdict == "quarantined" and "list" in str(odd.reason)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=3000), st.sampled_from(["text/html", None, "application/xhtml+xml; charset=utf-16"]))
+def test_any_bytes_give_an_item_or_none_never_an_exception(body: bytes, content_type: str | None) -> None:
+    fields = CssFields.parse({"h": "css:h1", "all": "css-all:a::attr(href)"})
+    for data in (body, b"<html><head><script type='application/ld+json'>" + body):
+        page = page_of(data, content_type)
+        for extract in (meta, fields):
+            assert judge(page, extract, ContentContract(required=("title",))).verdict in (None, "accepted", "rejected")
