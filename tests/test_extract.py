@@ -104,3 +104,25 @@ def test_any_bytes_give_an_item_or_none_never_an_exception(body: bytes, content_
         page = page_of(data, content_type)
         for extract in (meta, fields):
             assert judge(page, extract, ContentContract(required=("title",))).verdict in (None, "accepted", "rejected")
+
+
+def test_meta_gives_the_known_values_of_pages_whose_data_is_planted() -> None:
+    """The article pages (raycrawl/testing/articles.py: known head, JSON-LD and price among boilerplate), in every
+    layout: meta and CSS fields give exactly what was planted; the same seed makes the same page."""
+    from raycrawl.testing.articles import LAYOUTS, article_page
+
+    assert article_page(7) == article_page(7)
+    fields = CssFields.parse({"price": "css:.price::text", "headline": "css:h1::text"})
+    for seed in range(4 * len(LAYOUTS)):
+        planted = article_page(seed)
+        page = page_of(planted.html.encode(), "text/html; charset=utf-8", f"http://a.test/a/{seed}")
+        item = meta(page)
+        assert item is not None
+        assert (item["title"], item["description"], item["language"]) == (
+            planted.title, planted.description, planted.language)  # fmt: skip
+        [ld] = item["json_ld"]
+        assert (ld["headline"], ld["author"]["name"], ld["datePublished"], ld["offers"]["price"]) == (
+            planted.title, planted.author, planted.date, planted.price)  # fmt: skip
+        assert fields(page) == {"price": planted.price, "headline": planted.title}
+        text = page.tree.body.text(separator=" ") if page.tree.body is not None else ""
+        assert all(p in " ".join(text.split()) for p in planted.paragraphs)
