@@ -14,33 +14,21 @@ from raycrawl.adapters.output import read_pages
 from raycrawl.testing import TestWeb, WebSpec, free_port
 
 
+def start_crawl(web: TestWeb, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    """``raycrawl crawl`` of the test web into tmp_path/out, quiet, with ``args``."""
+    command = [sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(), "--out", str(tmp_path / "out"),
+               "--allow-network", "127.0.0.0/8", "--quiet", *args]  # fmt: skip
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def test_redis_outage_is_survived_with_a_warning(tmp_path: Path) -> None:
     port = free_port()
     redis_proc = start_redis(port, tmp_path)
     spec = WebSpec(hosts=20, pages_per_host=100, page_bytes=200)
     with TestWeb(spec) as web:
-        command = [
-            sys.executable,
-            "-m",
-            "raycrawl.cli",
-            "crawl",
-            *web.graph.seeds(),
-            "--out",
-            str(tmp_path / "out"),
-            "--delay",
-            "0.2",
-            "--checkpoint-interval",
-            "1",
-            "--redis-url",
-            f"redis://127.0.0.1:{port}/0",
-            "--crawl-id",
-            "outage",
-            "--allow-network",
-            "127.0.0.0/8",
-            "--quiet",
-        ]
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-        crawl = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        crawl = start_crawl(web, tmp_path, "--delay", "0.2", "--checkpoint-interval", "1",
+                            "--redis-url", f"redis://127.0.0.1:{port}/0", "--crawl-id", "outage")  # fmt: skip
         try:
             # Crawling, with checkpoints in Redis by now (or the crawl ended early: a failure, checked next).
             wait_until(lambda: crawl.poll() is not None or len(page_requests(web.requests())) >= 300, 120, "crawling")
@@ -79,13 +67,8 @@ def test_shared_politeness_waits_out_a_redis_outage_and_goes_on(tmp_path: Path) 
     spec = WebSpec(hosts=6, pages_per_host=40, page_bytes=200, private_links=False)
     delay = 0.2
     with TestWeb(spec) as web:
-        command = [
-            sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(), "--out", str(tmp_path / "out"),
-            "--delay", str(delay), "--shared-politeness", f"redis://:s3cret@127.0.0.1:{port}/0",
-            "--crawl-id", "shared-outage", "--allow-network", "127.0.0.0/8", "--quiet",
-        ]  # fmt: skip
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-        crawl = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        crawl = start_crawl(web, tmp_path, "--delay", str(delay), "--crawl-id", "shared-outage",
+                            "--shared-politeness", f"redis://:s3cret@127.0.0.1:{port}/0")  # fmt: skip
         try:
             wait_until(lambda: crawl.poll() is not None or len(page_requests(web.requests())) >= 40, 120, "crawling")
             assert crawl.poll() is None, "the crawl ended before Redis was stopped"
