@@ -126,3 +126,40 @@ def test_meta_gives_the_known_values_of_pages_whose_data_is_planted() -> None:
         assert fields(page) == {"price": planted.price, "headline": planted.title}
         text = page.tree.body.text(separator=" ") if page.tree.body is not None else ""
         assert all(p in " ".join(text.split()) for p in planted.paragraphs)
+
+
+def test_an_extractor_is_named_by_a_builtin_a_module_function_or_given_and_fields_add_to_it(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """adapters/extraction.py: what --extract and [extract.fields] will name, made once per process."""
+    from raycrawl.adapters.extraction import extraction_problem, extractor_from
+
+    (tmp_path / "my_extract.py").write_text(
+        "def title_len(page):\n"
+        "    return None if page.url.endswith('/skip') else {'n': len(page.tree.css_first('h1').text())}\n"
+        "def broken(page):\n    raise RuntimeError('no')\nNOT_A_FUNCTION = 3\n"
+    )
+    (tmp_path / "bad_import.py").write_text("raise ImportError('needs a library this machine lacks')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    page = page_of(HTML)
+    fields = {"price": "css:.price::text"}
+    own = extractor_from("my_extract:title_len", fields)
+    assert own is not None and own(page) == {"n": 6, "price": "19,90 \u20ac"}
+    assert own(page_of(HTML, url="http://a.test/skip")) is None  # (not a data page: fields add nothing)
+    only_fields = extractor_from(None, fields)
+    assert only_fields is not None and only_fields(page) == {"price": "19,90 \u20ac"}
+    builtin = extractor_from("builtin:meta")
+    assert builtin is not None and (builtin(page) or {})["title"] == "Der Kessel \xfcber alles"
+    assert extractor_from(lambda p: {"x": 1})(page) == {"x": 1}  # type: ignore[misc]
+    assert extractor_from(None) is None and extractor_from("") is None
+    for spec, says in [
+        ("builtin:nothing", "the built-in extractors are builtin:meta"),
+        ("my_extract", "expected builtin:NAME or module:function"),
+        ("no_such_module_here:f", "cannot import no_such_module_here (ModuleNotFoundError"),
+        ("bad_import:f", "cannot import bad_import (ImportError: needs a library"),
+        ("my_extract:NOT_A_FUNCTION", "my_extract has no function NOT_A_FUNCTION"),
+    ]:
+        problem = extraction_problem(spec)
+        assert problem is not None and says in problem, problem
+    assert "price" in str(extraction_problem(None, {"price": "xpath://p"}))
+    assert extraction_problem("my_extract:broken") is None  # (it raises on pages: their verdict, not the config's)
