@@ -36,7 +36,7 @@ import psutil
 from playwright.async_api import Browser, Page, Playwright, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver, check_target
+from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver
 from raycrawl.adapters.egress import Egress
 from raycrawl.adapters.fetcher import read_body, sleep_until
 from raycrawl.core.addresses import is_ip_literal
@@ -374,10 +374,7 @@ class Renderer:
             try:
                 async with asyncio.timeout(f.fetch_deadline):
                     if job.proxy >= 0:
-                        host = urlsplit(url).hostname or ""
-                        if not is_ip_literal(host) and self._egress.resolves_names(job.proxy):
-                            await check_target(self._resolver, host)  # (where it resolves here: the proxy connects)
-                        session, via = self._egress.route(job.proxy, session)
+                        session, via = await self._egress.route(job.proxy, urlsplit(url).hostname or "", session)
                     async with session.get(url, headers=headers, allow_redirects=False, **via) as response:
                         body, _ = await read_body(response, f.max_body_bytes)
                         kept = {k: v for k, v in response.headers.items() if k.lower() not in DROPPED_HEADERS}

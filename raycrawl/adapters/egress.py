@@ -5,7 +5,7 @@ they came). Its name is trusted for the connection *to the proxy* only (docs/arc
 
 - HTTP and HTTPS proxies are aiohttp's own (``proxy=``: absolute-form requests, CONNECT for https targets). Their
   session's resolver answers for the proxy's name and nothing else (``ProxyNameResolver``); the target's name is
-  the proxy's to resolve, and is held to the guard here first where it resolves here (the fetcher's ``check_target``).
+  the proxy's to resolve, and is held to the guard here first where it resolves here (``route``: ``check_target``).
 - SOCKS proxies: ``socks5://`` and ``socks4://`` (names resolved here) take the target's address from the guarded
   resolver, and the proxy is handed that checked address -- never a name for python-socks to look up again (a second
   lookup is a DNS-rebinding door). TLS to an https target still names the host (SNI, certificate). ``socks5h://``
@@ -29,7 +29,8 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.client_proto import ResponseHandler
 from yarl import URL
 
-from raycrawl.adapters.address_guard import GuardedResolver, ProxyNameResolver
+from raycrawl.adapters.address_guard import GuardedResolver, ProxyNameResolver, check_target
+from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.proxy_routes import redact_text
 
 SOCKS_SCHEMES = ("socks5", "socks5h", "socks4")
@@ -57,6 +58,11 @@ class _Proxy:
     def socks(self) -> bool:
         return self.scheme in SOCKS_SCHEMES
 
+    @property
+    def gets_names(self) -> bool:
+        """The proxy is handed the target's name to resolve (HTTP proxies, socks5h), not its checked address."""
+        return not self.socks or self.scheme == "socks5h"
+
 
 class Egress:
     """The crawl's proxies, for one worker: ``targets`` is the worker's guarded resolver (every target's name goes
@@ -70,13 +76,14 @@ class Egress:
     def name(self, proxy: int) -> str | None:
         return self.proxies[proxy].name if proxy >= 0 else None
 
-    def resolves_names(self, proxy: int) -> bool:
-        """Whether the proxy is handed the target's name (to resolve itself) rather than its checked address."""
-        return not self.proxies[proxy].scheme.startswith("socks") or self.proxies[proxy].scheme == "socks5h"
-
-    def route(self, proxy: int, like: aiohttp.ClientSession) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
-        """The session and the request's keyword arguments for a lease's proxy (``like``: the worker's own)."""
+    async def route(
+        self, proxy: int, host: str, like: aiohttp.ClientSession
+    ) -> tuple[aiohttp.ClientSession, dict[str, Any]]:
+        """The session and the request's keyword arguments for a lease's proxy (``like``: the worker's own), the
+        target ``host`` checked first where the proxy is handed its name (BlockedAddress)."""
         p = self.proxies[proxy]
+        if p.gets_names and not is_ip_literal(host):
+            await check_target(self._targets, host)  # (where it resolves here: the proxy connects)
         if p.session is None:
             p.session = self._session(p, like)
         if p.socks:
@@ -85,15 +92,14 @@ class Egress:
 
     def _session(self, p: _Proxy, like: aiohttp.ClientSession) -> aiohttp.ClientSession:
         connector: aiohttp.TCPConnector
+        limit = like.connector.limit if like.connector is not None else 100
         if p.socks:
-            names = _PassNames() if p.scheme == "socks5h" else self._targets
-            connector = _SocksConnector(
-                p, names, self._overrides, limit=like.connector.limit if like.connector else 100
-            )
+            names = _PassNames() if p.gets_names else self._targets
+            connector = _SocksConnector(p, names, self._overrides, limit)
         else:
             connector = aiohttp.TCPConnector(
                 resolver=ProxyNameResolver(p.host, self._overrides),
-                limit=like.connector.limit if like.connector else 100,
+                limit=limit,
                 limit_per_host=0,
                 ssl=ssl.create_default_context(),
             )

@@ -39,7 +39,7 @@ from urllib.parse import urljoin
 import aiohttp
 from yarl import URL
 
-from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver, check_target
+from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver
 from raycrawl.adapters.egress import Egress, ProxyAuthRefused, ProxyUnreachable
 from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
 from raycrawl.core.addresses import is_ip_literal
@@ -371,9 +371,7 @@ class Fetcher:
             raise BlockedAddress(f"{host} is not an address this crawl may connect to")
         session, via = self._session, dict[str, Any]()
         if r.lease.proxy >= 0:
-            if not is_ip_literal(host) and self._egress.resolves_names(r.lease.proxy):
-                await check_target(self._resolver, host)  # (checked where it resolves here: the proxy connects)
-            session, via = self._egress.route(r.lease.proxy, session)
+            session, via = await self._egress.route(r.lease.proxy, host, session)
             ex.proxy = self._egress.name(r.lease.proxy)
         r.sent_at = time.time()
         # encoded=True: the canonical URL is sent as it is (yarl would otherwise re-quote it)
