@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from raycrawl.adapters.snapshots import redis_url_problem
+from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.crawl_loop import LoopSettings
 from raycrawl.core.fetch_settings import DEFAULT_TRACKING_PARAMS as DEFAULT_TRACKING_PARAMS
 from raycrawl.core.fetch_settings import FetchSettings
@@ -193,7 +194,7 @@ class CrawlConfig:
 
 # Upper bounds of settings whose values load but would fail later, on every worker (OverflowError, an allocation no
 # machine has, a timer no event loop takes): refused when the config is loaded, with one line.
-MAX_SHARDS = 1024  # (as dedup_partitions: an actor each)
+MAX_ACTORS = 1024  # shards, and seen-set partitions: an actor each
 MAX_BLOOM_CAPACITY = 10**11  # ~120 GB of bits at a 1% error rate
 MAX_FETCH_SECONDS = 86_400.0
 MAX_BODY_BYTES = 1 << 30  # a body is held in memory, decoded, by the fetch worker
@@ -232,8 +233,12 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.max_backoff >= cfg.backoff_base, "max_backoff", "seconds >= backoff_base")
     need(cfg.pause_after >= 0, "pause_after", "a whole number >= 0 (0: never pause)")
     need(cfg.per_host_concurrency >= 1, "per_host_concurrency", "a whole number >= 1")
-    need(cfg.shards is None or 1 <= cfg.shards <= MAX_SHARDS, "shards", f"a whole number from 1 to {MAX_SHARDS}")
-    need(cfg.dedup_partitions is None or 1 <= cfg.dedup_partitions <= 1024, "dedup_partitions", "1 to 1024")
+    need(cfg.shards is None or 1 <= cfg.shards <= MAX_ACTORS, "shards", f"a whole number from 1 to {MAX_ACTORS}")
+    need(
+        cfg.dedup_partitions is None or 1 <= cfg.dedup_partitions <= MAX_ACTORS,
+        "dedup_partitions",
+        f"1 to {MAX_ACTORS}",
+    )
     need(
         1000 <= cfg.bloom_capacity <= MAX_BLOOM_CAPACITY,
         "bloom_capacity",
@@ -350,11 +355,7 @@ def _validate(cfg: CrawlConfig) -> None:
             raise ConfigError(message, "allow_network") from None
     for entry in cfg.resolve:
         host, sep, addr = entry.partition("=")
-        try:
-            ipaddress.ip_address(addr)
-        except ValueError:
-            sep = ""
-        if not sep or not host:
+        if not sep or not host or not is_ip_literal(addr):
             raise ConfigError(f"resolve: {entry!r}: expected HOST=IP, e.g. example.test=127.0.0.2", "resolve")
     for f in dataclasses.fields(cfg):  # (last: the bounds above say more where a setting has its own)
         value = getattr(cfg, f.name)

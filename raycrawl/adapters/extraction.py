@@ -21,7 +21,7 @@ from raycrawl.core.page import Page
 BUILTINS: dict[str, Extractor] = {"meta": meta}
 
 
-def load_function(spec: str, what: str = "extract") -> Callable[..., Any]:
+def load_function(spec: str) -> Callable[..., Any]:
     """The function ``module:function`` names (ValueError saying why it cannot be had)."""
     module_name, sep, name = spec.partition(":")
     if not sep or not module_name.strip() or not name.strip():

@@ -38,10 +38,16 @@ def redact(proxy: str) -> str:
         host, port = parts.hostname, parts.port
     except ValueError:
         return f"{scheme}://***"
-    if not host or "@" in proxy.partition("://")[2].replace(parts.netloc, "", 1):  # (userinfo that re-parsed)
+    if not host or userinfo_reparsed(proxy, parts.netloc):
         return f"{scheme}://***"
     netloc = ("***@" if "@" in parts.netloc else "") + (f"[{host}]" if ":" in host else host)
     return f"{scheme}://{netloc}" + (f":{port}" if port is not None else "")
+
+
+def userinfo_reparsed(url: str, netloc: str) -> bool:
+    """An '@' past the URL's netloc: user information holding '/', '#' or '?' unencoded, whose rest was read as the
+    path, query or fragment (and its first part as the host)."""
+    return "@" in url.partition("://")[2].replace(netloc, "", 1)
 
 
 def outcome_of(status: int | None, connect_failed: bool) -> Outcome:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from raycrawl.core.proxy_pool import SCHEMES, Outcome, ProxyPool, outcome_of, redact
+from raycrawl.core.proxy_pool import SCHEMES, Outcome, ProxyPool, outcome_of, redact, userinfo_reparsed
 
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DIRECT = -1  # a lease's proxy when it goes direct
@@ -60,7 +60,7 @@ def check_proxy_url(url: str, secrets_allowed: bool = False) -> str | None:
         return f"{redact_text(url)!r}: a proxy's scheme is one of {', '.join(SCHEMES)}"
     if not parts.hostname or port is None:
         return f"{redact_text(url)!r}: a proxy URL names its host and port, e.g. http://127.0.0.1:3128"
-    if "@" in plain.partition("://")[2].replace(parts.netloc, "", 1) or parts.path not in ("", "/"):
+    if userinfo_reparsed(plain, parts.netloc) or parts.path not in ("", "/"):
         return (
             f"{redact_text(url)!r}: a proxy URL is scheme://[USER:PASSWORD@]HOST:PORT ('/', '#', '?' and '@' in a "
             "password percent-encoded)"

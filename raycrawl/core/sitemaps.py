@@ -172,7 +172,7 @@ class _SitemapTarget:
         self._depth = 0
         self._in_item = False  # an item element (url, or sitemap in an index) is open at depth 2
         self._fields: dict[str, str] = {}
-        self._field: str | None = None  # the field element open at depth 2, inside an item
+        self._field: str | None = None  # the field element open at depth 3, in an item
         self._text: list[str] = []
         self._chars = 0
 
@@ -230,8 +230,9 @@ def _parse_xml(data: bytes, max_entries: int, over_limit: bool) -> Sitemap:
         for offset in range(0, len(data), _CHUNK):
             parser.feed(data[offset : offset + _CHUNK])
             if target.root is not None and target.kind == "invalid":
-                return Sitemap("invalid", over_limit=over_limit, error=f"root element <{target.root[:40]}>")
-        parser.close()
+                break  # (not a sitemap: the rest is not read)
+        else:
+            parser.close()
     except _Refused as exc:
         return Sitemap("invalid", over_limit=over_limit, error=str(exc))
     except _Full:
