@@ -22,6 +22,32 @@ def start_crawl(web: TestWeb, tmp_path: Path, *args: str) -> subprocess.Popen[st
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def through_an_outage(
+    crawl: subprocess.Popen[str], web: TestWeb, redis: subprocess.Popen[bytes], port: int, tmp_path: Path,
+    pages: int, seconds: float,
+) -> tuple[str, str, float, float]:  # fmt: skip
+    """Once the crawl has made ``pages`` page requests, Redis is stopped for ``seconds`` (the outage: these tests are
+    about a span of time without it) and started again on its port; then the crawl's end. Returns (stdout, stderr,
+    when Redis stopped, when it was back). Every process started is ended, also when this fails."""
+    try:
+        # Crawling, with checkpoints in Redis by now (or the crawl ended early: a failure, checked next).
+        wait_until(lambda: crawl.poll() is not None or len(page_requests(web.requests())) >= pages, 120, "crawling")
+        assert crawl.poll() is None, "the crawl ended before Redis was stopped"
+        redis.terminate()
+        redis.wait(timeout=10)
+        stopped = time.time()
+        time.sleep(seconds)
+        redis = start_redis(port, tmp_path)
+        restarted = time.time()
+        stdout, stderr = crawl.communicate(timeout=300)
+    finally:
+        if crawl.poll() is None:
+            crawl.kill()
+        redis.terminate()
+        redis.wait(timeout=10)
+    return stdout, stderr, stopped, restarted
+
+
 def test_redis_outage_is_survived_with_a_warning(tmp_path: Path) -> None:
     port = free_port()
     redis_proc = start_redis(port, tmp_path)
@@ -29,22 +55,8 @@ def test_redis_outage_is_survived_with_a_warning(tmp_path: Path) -> None:
     with TestWeb(spec) as web:
         crawl = start_crawl(web, tmp_path, "--delay", "0.2", "--checkpoint-interval", "1",
                             "--redis-url", f"redis://127.0.0.1:{port}/0", "--crawl-id", "outage")  # fmt: skip
-        try:
-            # Crawling, with checkpoints in Redis by now (or the crawl ended early: a failure, checked next).
-            wait_until(lambda: crawl.poll() is not None or len(page_requests(web.requests())) >= 300, 120, "crawling")
-            assert crawl.poll() is None, "the crawl ended before Redis was stopped"
-            redis_proc.terminate()
-            redis_proc.wait(timeout=10)
-            down_at = len(page_requests(web.requests()))
-            time.sleep(10)  # the outage itself: this test is about a span of time without Redis
-            redis_proc = start_redis(port, tmp_path)
-            stdout, stderr = crawl.communicate(timeout=300)
-        finally:
-            if crawl.poll() is None:
-                crawl.kill()
-            redis_proc.terminate()
-            redis_proc.wait(timeout=10)
-        during = len(page_requests(web.requests())) - down_at
+        stdout, stderr, stopped, _ = through_an_outage(crawl, web, redis_proc, port, tmp_path, 300, 10)
+        during = len([r for r in page_requests(web.requests()) if r["t"] >= stopped])
     assert crawl.returncode == 0, stderr
     assert "frontier exhausted" in stdout
     assert "warning: checkpoint" in stderr and "Redis at redis://127.0.0.1" in stderr
@@ -69,23 +81,10 @@ def test_shared_politeness_waits_out_a_redis_outage_and_goes_on(tmp_path: Path) 
     with TestWeb(spec) as web:
         crawl = start_crawl(web, tmp_path, "--delay", str(delay), "--crawl-id", "shared-outage",
                             "--shared-politeness", f"redis://:s3cret@127.0.0.1:{port}/0")  # fmt: skip
-        try:
-            wait_until(lambda: crawl.poll() is not None or len(page_requests(web.requests())) >= 40, 120, "crawling")
-            assert crawl.poll() is None, "the crawl ended before Redis was stopped"
-            redis_proc.terminate()
-            redis_proc.wait(timeout=10)
-            time.sleep(3)  # (what was granted before the outage is sent, and answered)
-            settled = len(web.requests())
-            time.sleep(6)  # the outage itself: a span of time without Redis
-            during = len(web.requests()) - settled
-            redis_proc = start_redis(port, tmp_path)
-            _, stderr = crawl.communicate(timeout=300)
-        finally:
-            if crawl.poll() is None:
-                crawl.kill()
-            redis_proc.terminate()
-            redis_proc.wait(timeout=10)
+        _, stderr, stopped, restarted = through_an_outage(crawl, web, redis_proc, port, tmp_path, 40, 9)
         requests = web.requests()
+    # (3 s after it stopped, what was granted before is sent and answered: from then on, no request until it is back)
+    during = len([r for r in requests if stopped + 3 <= r["t"] < restarted])
     assert crawl.returncode == 0, stderr
     assert during == 0  # no request while the budget could not be asked
     assert "warning: shared politeness: Redis at redis://127.0.0.1" in stderr and "s3cret" not in stderr, stderr
