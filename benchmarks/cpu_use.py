@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-TASK_TITLES = ("ray::fetch_batch", "ray::warm_up", "ray::store_warc_parts", "ray::IDLE", "ray::read_")
+TASK_TITLES = ("ray::fetch_batch", "ray::warm_up", "ray::store_node_parts", "ray::IDLE", "ray::read_")
 NOT_ACTORS = ("driver", "fetch workers", "ray daemons")
 ACTOR_NAMES = {
     "Coordinator": "coordinator",

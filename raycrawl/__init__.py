@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from raycrawl.api import Crawl, crawl
     from raycrawl.config import CrawlConfig, load_config
     from raycrawl.errors import ConfigError, RaycrawlError, SeedError, ServiceError
-    from raycrawl.results import read_results
+    from raycrawl.results import read_items, read_results
 
 _LAZY = {
     "Crawl": "raycrawl.api",
@@ -28,6 +28,7 @@ _LAZY = {
     "SeedError": "raycrawl.errors",
     "ServiceError": "raycrawl.errors",
     "read_results": "raycrawl.results",
+    "read_items": "raycrawl.results",
 }
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "__version__",
     "crawl",
     "load_config",
+    "read_items",
     "read_results",
 ]
 

@@ -27,7 +27,7 @@ from raycrawl.errors import ConfigError, CrawlNotFound, ServiceError
 from raycrawl.output_location import check_output_shared, check_recrawl_source, prepare_out_dir, store_of
 from raycrawl.proxies import proxy_plan
 from raycrawl.ray_runtime import connect_ray, ensure_ray, where
-from raycrawl.results import read_results
+from raycrawl.results import read_items, read_results
 from raycrawl.seeds import SeedProblem, check_seed_addresses, load_seeds, seed_urls
 
 if TYPE_CHECKING:
@@ -297,6 +297,12 @@ class Crawl:
         ``fetched_at`` as a UTC timestamp. Works while the crawl runs (up to its last checkpoint), and after."""
         self._running()
         return read_results(self.out_dir, self.config.filesystem)
+
+    def items(self, rejected: bool = False) -> Any:
+        """The committed items (with an extractor) as a lazy Ray Dataset with their columns (results.read_items);
+        ``rejected``: the rejected and quarantined pages' items, with their reasons."""
+        self._running()
+        return read_items(self.out_dir, self.config.filesystem, rejected)
 
     @staticmethod
     def list(address: str | None = None) -> list[dict[str, Any]]:

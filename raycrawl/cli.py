@@ -104,6 +104,20 @@ HELP = {
     "sitemaps": "read no sitemaps (robots.txt Sitemap: lines, their indexes and files)",
     "sitemap_xml": "also try /sitemap.xml on every host (robots.txt need not name it)",
     "max_sitemaps_per_host": "sitemap files fetched per host in a run; more end as out_of_budget",
+    "extract": "make items of pages where they are fetched: builtin:article (title, text, markdown, author, date"
+    " ...), builtin:meta (title, description, canonical, hreflang, OpenGraph, JSON-LD), or module:function"
+    " (extract(page) -> dict | None, importable on the workers); items go to OUT/items/ (raycrawl.read_items)",
+    "extract_fields": "an item field from a CSS selector, NAME=css:SELECTOR[::text|::attr(NAME)] or"
+    " NAME=css-all:... (a list of every match)",
+    "extract_timeout": "a page's extraction that runs longer is stopped and the page quarantined",
+    "schema_version": "the items' schema version, a column of every item (yours to set)",
+    "require": "the contract: an accepted item has this field, not empty (else the page is rejected)",
+    "min_chars": "the contract: FIELD=N, an accepted item's text field has at least N characters",
+    "languages": "the contract: an accepted item's language is one of these (comma-separated, e.g. en,de)",
+    "content_types": "the contract: an accepted page's media type is one of these (e.g. text/html)",
+    "accept": "the contract: module:function, accept(page, item) -> True or a reason to reject",
+    "follow_rejected": "follow the links of pages the contract rejected (by default they are not followed)",
+    "max_accepted": "stop after this many pages were accepted (a limit: --resume with a larger one goes on)",
     "warc": "write no WARC files",
     "revisit_duplicates": "store every page's payload whole, even one this crawl already stored under another URL"
     " (by default such a page is a WARC revisit record naming the first URL)",
@@ -148,6 +162,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
                             "max_repeated_segments", "max_outlinks", "max_attempts", "max_queue_per_host",
                             "max_queue_total", "workbench", "frontier_dir", "allow_private_networks", "allow_network",
                             "resolve"),
+    "pages into data": ("extract", "extract_fields", "extract_timeout", "schema_version", "require", "min_chars",
+                        "languages", "content_types", "accept", "follow_rejected", "max_accepted"),
     "proxies": ("proxy", "proxy_file", "proxy_rules", "proxy_cooldown"),
     "rendering": ("render", "render_rules", "render_workers", "render_workers_max", "render_pages", "render_timeout",
                   "render_settle", "render_max_requests", "render_restart_pages", "render_max_memory_mb",
@@ -171,10 +187,12 @@ METAVARS = {
     "proxy": "URL", "proxy_file": "FILE", "proxy_rules": "HOST_PATTERN=TARGET", "proxy_cooldown": "DURATION",
     "render_rules": "URL_PATTERN=MODE", "render_timeout": "DURATION", "render_settle": "DURATION",
     "render_browser": "PATH", "render_max_memory_mb": "MB",
+    "extract": "SPEC", "extract_fields": "NAME=css:SELECTOR", "schema_version": "VERSION", "require": "FIELD",
+    "min_chars": "FIELD=N", "languages": "LANGS", "content_types": "TYPES", "accept": "module:function",
 }  # fmt: skip
 SECONDS = {"time_limit", "delay", "min_delay", "max_delay", "max_crawl_delay", "max_retry_after", "backoff_base",
            "max_backoff", "robots_ttl", "checkpoint_interval", "timeout", "fetch_deadline",
-           "lease_horizon"}  # fmt: skip
+           "lease_horizon", "extract_timeout"}  # fmt: skip
 
 NO_DEFAULT = {"shards": "one per CPU, at least 2", "dedup_partitions": "one per 8 CPUs, at least 1",
               "seen_ttl": "never; with --revisit, twice --revisit-max",

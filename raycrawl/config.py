@@ -22,9 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from raycrawl.adapters.extraction import extraction_problem, load_function
 from raycrawl.adapters.snapshots import redis_url_problem
 from raycrawl.core.addresses import is_ip_literal
+from raycrawl.core.contract import ContentContract
 from raycrawl.core.crawl_loop import LoopSettings
+from raycrawl.core.extract_settings import ExtractSettings, field_table
 from raycrawl.core.fetch_settings import DEFAULT_TRACKING_PARAMS as DEFAULT_TRACKING_PARAMS
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
@@ -148,6 +151,19 @@ class CrawlConfig:
     render_max_memory_mb: int = _default(RenderSettings, "render_max_memory_mb")
     render_browser: str = _default(RenderSettings, "render_browser")
     render_screenshots: bool = _default(RenderSettings, "render_screenshots")
+    # Pages into data (issue 47): an extractor where pages are fetched, a content contract, items exactly once.
+    # extract and accept: builtin:NAME or module:function (from Python, the function itself, shipped by Ray)
+    extract: str | None = None
+    extract_fields: tuple[str, ...] = ()  # NAME=css:SELECTOR[::text|::attr(NAME)], the TOML [extract.fields]
+    extract_timeout: float = _default(ExtractSettings, "extract_timeout")
+    schema_version: str = _default(ExtractSettings, "schema_version")
+    require: tuple[str, ...] = ()  # the contract (core/contract.py): fields an accepted item has, not empty
+    min_chars: tuple[str, ...] = ()  # FIELD=N: a text field's least length
+    languages: tuple[str, ...] = ()  # the item's language's primary subtag, one of these
+    content_types: tuple[str, ...] = ()  # the page's media type, one of these
+    accept: str | None = None  # accept(page, item) -> True | "reason"
+    follow_rejected: bool = _default(RecordRules, "follow_rejected")
+    max_accepted: int | None = None
     warc: bool = True
     checkpoint_interval: float = _default(LoopSettings, "checkpoint_interval")
     redis_url: str | None = None
@@ -187,6 +203,19 @@ class CrawlConfig:
             return self.seen_ttl
         return 2 * self.revisit_max if self.revisit else None
 
+    @property
+    def extracting(self) -> bool:
+        return self.extract is not None or bool(self.extract_fields)
+
+    def extract_settings(self) -> ExtractSettings | None:
+        """What the fetch workers extract with (None: no extractor)."""
+        if not self.extracting:
+            return None
+        contract = ContentContract.of(self.require, self.min_chars, self.languages, self.content_types)
+        return ExtractSettings(
+            self.extract, self.extract_fields, self.accept, contract, self.extract_timeout, self.schema_version
+        )
+
     def resolve_map(self) -> dict[str, str]:
         """``--resolve HOST=IP`` entries as a mapping (like curl's --resolve, without the port)."""
         return dict(entry.split("=", 1) for entry in self.resolve)
@@ -207,7 +236,7 @@ def _validate(cfg: CrawlConfig) -> None:
             raise ConfigError(f"{key} = {getattr(cfg, key)!r}: expected {expected}", key)
 
     for f in dataclasses.fields(cfg):  # from Python nothing has coerced the values: their types first
-        if f.name in PYTHON_ONLY:
+        if f.name in PYTHON_ONLY or (f.name in CALLABLE_OR_SPEC and callable(getattr(cfg, f.name))):
             continue
         value = getattr(cfg, f.name)
         if not _has_type(value, FIELD_TYPES[f.name]):
@@ -326,6 +355,7 @@ def _validate(cfg: CrawlConfig) -> None:
         except ValueError as exc:
             raise ConfigError(f"revisit_rules: {exc}", "revisit_rules") from None
         need(seconds > 0, "revisit_rules", f"{rule!r}: an interval > 0")
+    _validate_extraction(cfg)
     need(cfg.checkpoint_interval >= 0, "checkpoint_interval", "seconds >= 0 (0: only at the end and on a stop)")
     need(cfg.max_part_bytes >= 1 << 20, "max_part_bytes", "bytes >= 1048576 (1 MiB)")
     need(bool(cfg.out.strip()), "out", "a directory or a URI such as s3://bucket/prefix")
@@ -336,6 +366,7 @@ def _validate(cfg: CrawlConfig) -> None:
     need(not (cfg.resume and cfg.fresh), "resume", "not both --resume and --fresh")
     need(cfg.resume or not cfg.retry_errors, "retry_errors", "with --resume (it retries a crawl's dead letters)")
     need(cfg.retry_errors or not cfg.retry_budget, "retry_budget", "with --retry-errors")
+
     need(
         cfg.crawl_id is None or bool(re.fullmatch(r"[A-Za-z0-9._-]{1,128}", cfg.crawl_id)),
         "crawl_id",
@@ -363,6 +394,40 @@ def _validate(cfg: CrawlConfig) -> None:
             need(math.isfinite(value) and abs(value) <= MAX_NUMBER, f.name, f"a finite number up to {MAX_NUMBER:.0e}")
 
 
+def _validate_extraction(cfg: CrawlConfig) -> None:
+    """The extraction settings (issue 47): a spec is imported here, where the crawl starts, so that one that does
+    not import is one line now rather than every worker's failure."""
+    try:
+        fields = field_table(cfg.extract_fields)
+        ContentContract.of(cfg.require, cfg.min_chars, cfg.languages, cfg.content_types)
+    except ValueError as exc:
+        key = "min_chars" if str(exc).startswith("min_chars") else "extract_fields"
+        raise ConfigError(str(exc), key) from None
+    if cfg.extracting:
+        problem = extraction_problem(cfg.extract, fields)
+        if problem is not None:
+            raise ConfigError(f"extract: {problem}" if not problem.startswith("extract") else problem, "extract")
+    if isinstance(cfg.accept, str):
+        try:
+            load_function(cfg.accept)
+        except ValueError as exc:
+            raise ConfigError(f"accept: {exc}", "accept") from None
+    contract_named = cfg.require or cfg.min_chars or cfg.languages or cfg.content_types or cfg.accept
+    if (contract_named or cfg.max_accepted is not None or cfg.follow_rejected) and not cfg.extracting:
+        raise ConfigError(
+            "a content contract, --max-accepted and --follow-rejected need an extractor: --extract builtin:meta,"
+            " builtin:article, module:function, or [extract.fields]",
+            "extract",
+        )
+    if not (0 < cfg.extract_timeout <= MAX_FETCH_SECONDS):
+        raise ConfigError(f"extract_timeout = {cfg.extract_timeout!r}: expected seconds > 0", "extract_timeout")
+    if cfg.max_accepted is not None and cfg.max_accepted < 1:
+        raise ConfigError(f"max_accepted = {cfg.max_accepted!r}: expected a whole number >= 1", "max_accepted")
+    if not re.fullmatch(r"[A-Za-z0-9._+-]{1,64}", cfg.schema_version):
+        raise ConfigError(f"schema_version = {cfg.schema_version!r}: expected 1-64 of A-Z a-z 0-9 . _ + -",
+                          "schema_version")  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Loading
 
@@ -377,6 +442,7 @@ DURATIONS = frozenset(
     {"revisit_after", "revisit_min", "revisit_max", "rollover", "seen_ttl", "proxy_cooldown", "render_timeout",
      "render_settle"}
 )  # fmt: skip
+CALLABLE_OR_SPEC = frozenset({"extract", "accept"})  # a spec in every layer; from Python, the function too
 PYTHON_ONLY = frozenset(
     {"filesystem", "score", "egress"}
 )  # no flag, TOML key or environment variable: an object, not text
@@ -508,6 +574,14 @@ def read_toml(path: str | os.PathLike[str], sources: dict[str, str] | None = Non
             key = "render_rules"
             if sources is not None:
                 sources[key] = where
+        if key in ("extract", "accept") and isinstance(value, dict):
+            # [extract] (function, fields, timeout, schema_version) and [accept] (function, require, min_chars,
+            # languages, content_types): tables of settings under one name
+            for name, inner in _sourced(lambda key=key, value=value: _table_settings(key, value), where).items():
+                if sources is not None:
+                    sources[name] = where
+                out[name] = _sourced(lambda name=name, inner=inner: coerce(name, inner), where)
+            continue
         if key == "proxy" and isinstance(value, list) and value and all(isinstance(t, dict) for t in value):
             # [[proxy]] tables: per-host rules (the default pool is --proxy, or a proxy = [...] list)
             rules = [_sourced(lambda table=table: _proxy_rule(table), where) for table in value]
@@ -516,6 +590,31 @@ def read_toml(path: str | os.PathLike[str], sources: dict[str, str] | None = Non
                 sources[key] = where
             value = rules
         out[key] = _sourced(lambda key=key, value=value: coerce(key, value), where)
+    return out
+
+
+# The keys of the [extract] and [accept] tables, and the settings they are
+TABLE_KEYS = {
+    "extract": {"function": "extract", "fields": "extract_fields", "timeout": "extract_timeout",
+                "schema_version": "schema_version"},
+    "accept": {"function": "accept", "require": "require", "min_chars": "min_chars", "languages": "languages",
+               "content_types": "content_types"},
+}  # fmt: skip
+
+
+def _table_settings(table_name: str, table: dict[str, Any]) -> dict[str, Any]:
+    """An ``[extract]`` or ``[accept]`` table as the settings it holds: ``fields`` and ``min_chars`` are tables of
+    NAME = value, made the entries (NAME=value) the other layers use."""
+    keys = TABLE_KEYS[table_name]
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in keys:
+            raise ConfigError(f"[{table_name}]: unknown key {key!r} (expected {', '.join(keys)})", table_name)
+        if isinstance(value, dict):
+            if not all(isinstance(v, str | int) and not isinstance(v, bool) for v in value.values()):
+                raise ConfigError(f"[{table_name}.{key}]: expected NAME = value entries", keys[key])
+            value = [f"{name}={inner}" for name, inner in value.items()]
+        out[keys[key]] = value
     return out
 
 
@@ -684,6 +783,8 @@ def saved_settings(cfg: CrawlConfig) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
+    if callable(value):  # (a function given from Python: given again on resume, never saved)
+        return None
     return list(value) if isinstance(value, tuple) else value
 
 

@@ -1,4 +1,4 @@
-"""A crawl's records as a Ray Dataset, read lazily from its output files (never through the driver).
+"""A crawl's records, and its items, as Ray Datasets, read lazily from its output files (never through the driver).
 
 ``read_results(out)`` reads the committed page parts (``committed.json``: adapters/output.py) from a directory
 or a URI with Ray Data in Ray tasks, with a schema: integer status and timings, ``fetched_at`` a UTC timestamp.
@@ -16,9 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
+import pyarrow.parquet as pq
 
-from raycrawl.adapters.output import PAGES_DIR, committed_parts
-from raycrawl.adapters.storage import open_storage
+from raycrawl.adapters.items import PROVENANCE_SCHEMA, REJECTED_SCHEMA
+from raycrawl.adapters.output import ITEMS_DIR, PAGES_DIR, REJECTED_DIR, committed_parts
+from raycrawl.adapters.storage import StorageError, open_storage
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -42,6 +44,8 @@ RESULT_SCHEMA = pa.schema(
         ("warc_id", pa.string()),
         ("warc_date", pa.string()),
         ("kind", pa.string()),
+        ("verdict", pa.string()),
+        ("verdict_reason", pa.string()),
     ]
 )
 _PARSE = pa_json.ParseOptions(explicit_schema=RESULT_SCHEMA, unexpected_field_behavior="ignore")
@@ -58,6 +62,32 @@ def read_results(out: str, filesystem: Any = None) -> Any:
     if not paths:
         return ray.data.from_arrow(RESULT_SCHEMA.empty_table())
     return ray.data.read_text(paths, filesystem=storage.fs).map_batches(records_table, batch_format="pyarrow")
+
+
+def read_items(out: str, filesystem: Any = None, rejected: bool = False) -> Any:
+    """The committed items of the crawl at ``out`` (a directory or a URI) as a lazy ``ray.data.Dataset``: the
+    provenance columns (url, fetched_at, warc_id, extractor, schema_version), then the item's columns as the
+    extractor returned them (adapters/items.py). ``rejected``: the rejected and quarantined pages' items instead,
+    with ``verdict``, ``verdict_reason`` and the item as JSON text."""
+    import ray.data
+
+    quiet_ray_data()
+    storage = open_storage(out, filesystem)
+    names = committed_parts(storage, REJECTED_DIR if rejected else ITEMS_DIR)
+    if not names:
+        return ray.data.from_arrow((REJECTED_SCHEMA if rejected else PROVENANCE_SCHEMA).empty_table())
+    paths = [storage.path(name) for name in names]
+    schemas = []
+    for name, path in zip(names, paths, strict=True):
+        try:
+            with storage.fs.open_input_file(path) as f:
+                schemas.append(pq.read_schema(f))
+        except OSError as exc:
+            raise StorageError(f"{storage.show(name)} is listed in the checkpoint but cannot be read ({exc})") from None
+    # Parts made before a column was first seen lack it (null there); every part has one type per column
+    # (core/items.py), but two nodes may have given a new column two in one cut: then the wider one, if any.
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    return ray.data.read_parquet(paths, filesystem=storage.fs, schema=schema)
 
 
 def records_table(batch: pa.Table) -> pa.Table:

@@ -50,6 +50,18 @@ def test_crawl_table_and_env_lists(tmp_path: Path) -> None:
         ({"shared_politeness": "redis://:12#s3cret@h"}, "shared_politeness: 'redis://h': a password holding"),
         ({"redis_url": "redis://h:99999"}, "redis_url: 'redis://h:99999' is not a Redis URL"),
         ({"max_pagess": "3"}, "unknown setting 'max_pagess' (did you mean 'max_pages'?)"),
+        # issue 47: an extractor that cannot be had is one line where the crawl starts, not every worker's failure
+        ({"extract": "no_such_module_x:f"}, "extract: 'no_such_module_x:f': cannot import no_such_module_x"),
+        ({"extract": "builtin:nope"}, "'builtin:nope': the built-in extractors are builtin:"),
+        ({"extract": "json:no_such_function"}, "json has no function no_such_function"),
+        ({"extract_fields": ("price",)}, "extract_fields: 'price': expected NAME=css:SELECTOR"),
+        ({"extract_fields": ("price=xpath://p",)}, "price = 'xpath://p': expected css:SELECTOR"),
+        ({"extract": "builtin:meta", "min_chars": ("text",)}, "min_chars: 'text': expected FIELD=N"),
+        ({"require": ("title",)}, "a content contract, --max-accepted and --follow-rejected need an extractor"),
+        ({"extract": "builtin:meta", "max_accepted": "0"}, "max_accepted = 0: expected a whole number >= 1"),
+        ({"extract": "builtin:meta", "extract_timeout": "0"}, "extract_timeout = 0.0: expected seconds > 0"),
+        ({"extract": "builtin:meta", "accept": "json:nope"}, "accept: 'json:nope': json has no function nope"),
+        ({"extract": "builtin:meta", "schema_version": "a b"}, "schema_version = 'a b': expected 1-64 of"),
     ],
 )
 def test_bad_values_name_the_key(cli: dict[str, object], message: str) -> None:
@@ -156,6 +168,45 @@ def test_crawlconfig_mistakes_from_python_name_the_field(kwargs: dict[str, objec
 
 def test_lists_are_taken_where_tuples_are_declared() -> None:
     assert CrawlConfig(seeds=["http://a.test/"], deny=["x"]).seeds == ("http://a.test/",)  # type: ignore[arg-type]
+
+
+def test_extraction_and_its_contract_from_toml_tables_env_and_flags(tmp_path: Path) -> None:
+    toml = tmp_path / "c.toml"
+    toml.write_text(
+        '[extract]\nfunction = "builtin:meta"\ntimeout = 2\nschema_version = "v2"\n'
+        '[extract.fields]\nprice = "css:.price::text"\nbuy = "css:a.buy::attr(href)"\n'
+        '[accept]\nrequire = ["title"]\nlanguages = ["en", "de"]\n[accept.min_chars]\ntext = 200\n'
+    )
+    cfg = load_config({"max_accepted": "50"}, str(toml), {"RAYCRAWL_CONTENT_TYPES": "text/html"})
+    assert cfg.extract == "builtin:meta" and cfg.extract_timeout == 2.0 and cfg.schema_version == "v2"
+    assert cfg.extract_fields == ("price=css:.price::text", "buy=css:a.buy::attr(href)")
+    settings = cfg.extract_settings()
+    assert settings is not None and settings.extractor_name == "builtin:meta+fields"
+    contract = settings.contract
+    assert contract.required == ("title",) and contract.min_chars == (("text", 200),)
+    assert contract.languages == {"en", "de"} and contract.content_types == {"text/html"} and cfg.max_accepted == 50
+    assert load_config({"extract": "builtin:meta", "languages": ("en,de",)}, None, {}).extract_settings().contract \
+        .languages == {"en", "de"}  # fmt: skip
+    # (a top-level string names the function; a table's unknown key is one line naming it)
+    assert load_config({}, _toml(tmp_path, 'extract = "builtin:meta"\n'), {}).extract == "builtin:meta"
+    with pytest.raises(ConfigError, match=r"\[accept\]: unknown key 'requires' \(expected function, require"):
+        load_config({}, _toml(tmp_path, '[extract]\nfunction = "builtin:meta"\n[accept]\nrequires = ["x"]\n'), {})
+    # From Python the functions themselves: not saved in checkpoints (given again on resume)
+    from raycrawl.config import saved_settings
+
+    def mine(page: object) -> None:
+        return None
+
+    python = CrawlConfig(extract=mine, accept=lambda page, item: True)
+    assert python.extract_settings() is not None and saved_settings(python)["extract"] is None
+    with pytest.raises(ConfigError, match="extract = 3: expected a string"):
+        CrawlConfig(extract=3)  # type: ignore[arg-type]
+
+
+def _toml(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "t.toml"
+    path.write_text(text)
+    return str(path)
 
 
 def test_each_setting_is_defined_once_in_the_section_that_takes_it() -> None:

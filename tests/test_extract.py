@@ -1,6 +1,7 @@
-"""Issue 47, groundwork: the page an extractor sees, the built-in metadata and CSS-field extractors, and the
-content contract's verdicts (core/page.py, core/extractors.py, core/contract.py) -- pure, without Ray. Nothing in a
-crawl runs them yet."""
+"""Issue 47, the parts without Ray: the page an extractor sees, the built-in metadata and CSS-field extractors, the
+content contract's verdicts, the extraction's time bound, and items as typed rows and Parquet parts (core/page.py,
+core/extractors.py, core/contract.py, core/items.py, adapters/extraction.py, adapters/items.py). A crawl that runs
+them: tests/test_items.py."""
 
 from __future__ import annotations
 
@@ -153,7 +154,7 @@ def test_an_extractor_is_named_by_a_builtin_a_module_function_or_given_and_field
     assert extractor_from(lambda p: {"x": 1})(page) == {"x": 1}  # type: ignore[misc]
     assert extractor_from(None) is None and extractor_from("") is None
     for spec, says in [
-        ("builtin:nothing", "the built-in extractors are builtin:meta"),
+        ("builtin:nothing", "the built-in extractors are builtin:article, builtin:meta"),
         ("my_extract", "expected builtin:NAME or module:function"),
         ("no_such_module_here:f", "cannot import no_such_module_here (ModuleNotFoundError"),
         ("bad_import:f", "cannot import bad_import (ImportError: needs a library"),
@@ -163,3 +164,99 @@ def test_an_extractor_is_named_by_a_builtin_a_module_function_or_given_and_field
         assert problem is not None and says in problem, problem
     assert "price" in str(extraction_problem(None, {"price": "xpath://p"}))
     assert extraction_problem("my_extract:broken") is None  # (it raises on pages: their verdict, not the config's)
+
+
+def test_an_extraction_that_hangs_or_spins_is_stopped_and_quarantined_on_any_thread() -> None:
+    import threading
+    import time
+
+    from raycrawl.adapters.extraction import Extraction
+    from raycrawl.core.extract_settings import ExtractSettings
+
+    def sleeps(page: Page) -> dict[str, Any]:
+        time.sleep(3600)
+        return {}
+
+    def spins(page: Page) -> dict[str, Any]:
+        spun = 0
+        while True:
+            try:
+                spun += 1
+            except Exception:  # (an extractor's own handler does not take the timeout)
+                spun = 0
+
+    page = page_of(HTML)
+    for hang in (sleeps, spins):
+        extraction = Extraction(ExtractSettings(extract=hang, extract_timeout=0.2))
+        started = time.monotonic()
+        judged = extraction.judge(page)
+        assert judged.verdict == "quarantined" and judged.rule == "timeout", judged
+        assert time.monotonic() - started < 5
+    fine = Extraction(ExtractSettings(extract="builtin:meta", extract_timeout=0.2))
+    assert fine.judge(page).verdict == "accepted"  # (the timer was cancelled: nothing rings later)
+    time.sleep(0.3)
+    box: list[Any] = []
+    off_main = threading.Thread(target=lambda: box.append(Extraction(ExtractSettings(sleeps, extract_timeout=0.2))
+                                                          .judge(page)))  # fmt: skip
+    off_main.start()
+    off_main.join(5)
+    assert box and box[0].verdict == "quarantined" and box[0].rule == "timeout"
+
+
+def test_items_become_typed_rows_and_a_value_of_another_type_is_rejected_not_a_crash() -> None:
+    from raycrawl.adapters.items import columns_of, item_parts
+    from raycrawl.core.items import ItemLine, ItemSchema
+
+    def line(url: str, item: dict[str, Any] | None, verdict: str = "accepted") -> bytes:
+        return ItemLine(url, "2026-12-05T00:00:00Z", None, "x", "1", verdict, None, item).to_json()
+
+    lines = [
+        line("http://a.test/1", {"price": 3, "tags": ["a", "b"], "ld": [{"k": 1}], "url": "mine", "when": object()}),
+        line("http://a.test/2", {"price": 2.5, "tags": None, "ld": {"k": 2}}),  # (no "url" field: null there)
+        line("http://a.test/3", {"price": "cheap"}),  # a string where the crawl's price is int: rejected
+        line("http://a.test/4", {"title": "short"}, "rejected"),
+        line("http://a.test/5", None, "quarantined"),
+    ]
+    made = item_parts(lines, {})
+    assert made.conflicts == 2 and made.accepted is not None and made.rejected is not None
+    rows = made.accepted.to_pylist()
+    assert [r["url"] for r in rows] == ["http://a.test/1"]  # (2.5 in an int column: a conflict too)
+    assert rows[0]["price"] == 3 and rows[0]["tags"] == ["a", "b"] and json.loads(rows[0]["ld"]) == [{"k": 1}]
+    assert rows[0]["url_"] == "mine" and rows[0]["when"].startswith("<object")  # (provenance keeps its name)
+    rejected = made.rejected.to_pylist()
+    assert [(r["url"], r["verdict"]) for r in rejected] == [
+        ("http://a.test/2", "rejected"), ("http://a.test/3", "rejected"), ("http://a.test/4", "rejected"),
+        ("http://a.test/5", "quarantined"),
+    ]  # fmt: skip
+    assert "price is float here, int" in rejected[0]["verdict_reason"]
+    assert columns_of(made.accepted.schema) == made.columns == {
+        "price": "int", "tags": "list<string>", "ld": "json", "url_": "string", "when": "string",
+    }  # fmt: skip
+    lists = ItemSchema()
+    assert lists.admit({"ld": [], "tags": []}) == ({"ld": None, "tags": None}, None) and lists.columns == {}
+    assert lists.admit({"ld": [{"a": 1}], "tags": ["x"]})[1] is None
+    assert lists.admit({"ld": [], "tags": []}) == ({"ld": "[]", "tags": []}, None)  # (empty, as its column holds it)
+    floats = ItemSchema({"price": "float"})
+    assert floats.admit({"price": 3}) == ({"price": 3.0}, None)  # (an int is taken in a float column)
+    assert floats.merge({"price": "int", "new": "bool"}) == ["price"] and floats.columns["new"] == "bool"
+
+
+def test_article_finds_the_main_text_without_boilerplate_and_the_metadata() -> None:
+    from raycrawl.core.article import article
+    from raycrawl.testing.articles import article_page
+
+    clean = 0
+    for seed in range(40):
+        planted = article_page(seed)
+        item = article(page_of(planted.html.encode(), "text/html; charset=utf-8", f"http://a.test/{seed}"))
+        assert item is not None
+        assert (item["title"], item["author"], item["date"], item["language"], item["description"]) == (
+            planted.title, planted.author, planted.date, planted.language, planted.description)  # fmt: skip
+        text = " ".join(item["text"].split())
+        sentences = [s.strip() + "." for p in planted.paragraphs for s in p.split(".") if s.strip()]
+        boilerplate = [s.strip() + "." for b in planted.boilerplate for s in b.split(".") if s.strip()]
+        clean += all(s in text for s in sentences) and not any(s in text for s in boilerplate)
+    assert clean >= 38
+    assert article(page_of(b"%PDF-1.7", "application/pdf")) is None
+    empty = article(page_of(b"<html><head><title>T</title></head><body></body></html>"))
+    assert empty is not None and empty["title"] == "T" and empty["text"] is None

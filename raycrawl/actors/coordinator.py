@@ -84,7 +84,8 @@ class Coordinator:
         self.seeds = list(seeds)
         self.crawl_id = crawl_id_of(cfg, out_dir)
         run = uuid.uuid4().hex[:8]
-        self.output = OutputParts(out_dir, cfg.filesystem, f"{self.crawl_id}-{run}" if cfg.warc else None, run)
+        buffered = cfg.warc or cfg.extracting  # (WARC and item lines wait on the nodes for the cut)
+        self.output = OutputParts(out_dir, cfg.filesystem, f"{self.crawl_id}-{run}" if buffered else None, run)
         self.store = open_store(cfg.redis_url, self.crawl_id, self.output.storage)
         # On --resume the checkpoint decides the shard and partition counts: hosts are routed by crc32(host) %
         # shards, fingerprints by fp % partitions.
@@ -430,6 +431,9 @@ class Coordinator:
             self.stats.events["checkpoint_failures"] += 1
             self._checkpoint_error = f"checkpoint {epoch} failed, will retry: output: {exc}"
             return
+        if self.output.type_conflicts:
+            self.stats.events["item_type_conflicts"] += self.output.type_conflicts
+            self.output.type_conflicts = 0
         state = CheckpointState(
             num_shards=self.num_shards,
             dedup=self.cfg.dedup,

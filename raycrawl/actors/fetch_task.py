@@ -80,6 +80,8 @@ def fetch_batch(shared: list[Any], epoch: int, *batches: list[Lease]) -> int:
                 result.node = node
                 if result.warc is not None:
                     result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
+                if result.item is not None:
+                    result.item.node = node_id  # (... and its items' lines)
         settling.extend(shards[shard].settle.remote(group) for shard, group in waiting.items())
         waiting.clear()
         held = 0

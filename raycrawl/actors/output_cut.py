@@ -2,11 +2,14 @@
 hold them, before the checkpoint that lists them commits.
 
 - Page records: each shard's buffer becomes ``pages/pages-e<epoch>-shard<i>.jsonl``, written by the shard.
-- WARC: the shards hand over the spans of the results that became records; one ``store_warc_parts`` task on each
+- WARC: the shards hand over the spans of the results that became records; one ``store_node_parts`` task on each
   node that fetched since the last cut copies those spans (core/parts.py) from its buffer files into ``warc/``,
   then deletes those buffers. A node's disk
   therefore holds at most what it fetched since the last cut (and a cut is forced when a buffer passes
   ``max_part_bytes``).
+- Items (with an extractor): the lines of the recorded results in the node's item buffers, kept by the same spans,
+  become Parquet parts in ``items/`` and ``rejected/`` (adapters/items.py), typed by the crawl's item columns as
+  known so far (which each node is given, and answers with the ones it added).
 - A node that is gone takes its buffers with it: the cut cannot be whole, so the crawl rolls back to the last
   checkpoint (``OutputLost``) and fetches that interval again -- what a lost node costs is what was done since
   the last cut. A store that cannot be written keeps every buffer and says why; the next cut tries again.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Collection
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,16 @@ import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from raycrawl.adapters.items import (
+    BUFFER_SUFFIX,
+    is_item_buffer,
+    item_parts,
+    parquet_bytes,
+    part_names,
+    stored_columns,
+)
 from raycrawl.adapters.output import (
+    ITEMS_DIR,
     PAGES_DIR,
     WARC_DIR,
     in_period,
@@ -33,9 +46,10 @@ from raycrawl.adapters.output import (
     unwrap_doubled_parts,
     write_committed,
 )
-from raycrawl.adapters.storage import StorageError, open_storage
+from raycrawl.adapters.storage import Storage, StorageError, open_storage
 from raycrawl.adapters.warc import buffer_path, epoch_of
 from raycrawl.core.dead_letters import DeadLetters, take_dead_letters
+from raycrawl.core.items import ColumnType, ItemSchema
 from raycrawl.core.parts import Ranges, WarcLedger
 from raycrawl.core.shard_work import ShardOutput
 
@@ -50,8 +64,18 @@ class OutputUnwritable(Exception):
     """The storage refused parts of this cut; buffers are kept for the next one. The message says why."""
 
 
+@dataclass(slots=True)
+class NodeStored:
+    """What a node's ``store_node_parts`` did."""
+
+    parts: list[str] = field(default_factory=list)
+    problem: str | None = None  # why not all could be stored (then no buffer was deleted)
+    columns: dict[str, ColumnType] = field(default_factory=dict)  # the item columns, as this node left them
+    type_conflicts: int = 0  # accepted items whose columns' types did not fit (stored among the rejected)
+
+
 @ray.remote(num_cpus=0, max_retries=0)
-def store_warc_parts(
+def store_node_parts(
     location: str,
     filesystem: Any,
     buffer: str,
@@ -60,31 +84,53 @@ def store_warc_parts(
     plan: dict[str, Ranges],
     shared_marker: str | None,
     period: str | None = None,
-) -> tuple[list[str], str | None]:
-    """On ``node``: copy the kept spans of its buffer files into ``warc/``, then delete its buffers of ``epoch``
-    and before (its own only: nodes on one disk keep theirs apart). Returns the parts stored, and why not all
-    could be (then nothing is deleted)."""
+    columns: dict[str, ColumnType] | None = None,
+) -> NodeStored:
+    """On ``node``: copy the kept spans of its WARC buffer files into ``warc/`` and make its item buffers' kept lines
+    Parquet parts, then delete its buffers of ``epoch`` and before (its own only: nodes on one disk keep theirs
+    apart)."""
     storage = open_storage(location, filesystem)
+    done = NodeStored(columns=dict(columns or {}))
     if shared_marker is not None and not storage.exists(shared_marker):
         node = ray.get_runtime_context().get_node_id()[:12]
-        return [], (
+        done.problem = (
             f"out: {storage.root} is not on a filesystem node {node} shares with the driver; "
             "give a URI (s3://bucket/prefix, gs://..., abfs://...) or a directory every node mounts"
         )
+        return done
     directory = os.path.join(buffer_path(buffer), node)
-    stored: list[str] = []
     try:
         for file, ranges in plan.items():
+            if is_item_buffer(file):
+                _store_items(storage, os.path.join(directory, file), ranges, period, done)
+                continue
             name = f"{in_period(WARC_DIR, period)}/{file}"
             storage.put_file(name, os.path.join(directory, file), ranges)
-            stored.append(name)
+            done.parts.append(name)
     except (StorageError, OSError) as exc:
-        return stored, str(exc)
-    for path in Path(directory).glob("*.warc.gz"):  # what was not kept belongs to no record
-        file_epoch = epoch_of(path)
-        if file_epoch is not None and file_epoch <= epoch:
-            path.unlink(missing_ok=True)
-    return stored, None
+        done.problem = str(exc)
+        return done
+    for pattern in ("*.warc.gz", "*" + BUFFER_SUFFIX):  # what was not kept belongs to no record
+        for path in Path(directory).glob(pattern):
+            file_epoch = epoch_of(path)
+            if file_epoch is not None and file_epoch <= epoch:
+                path.unlink(missing_ok=True)
+    return done
+
+
+def _store_items(storage: Storage, path: str, ranges: Ranges, period: str | None, done: NodeStored) -> None:
+    with open(path, "rb") as source:
+        lines: list[bytes] = []
+        for start, end in ranges:
+            source.seek(start)
+            lines.extend(source.read(end - start).splitlines())
+    made = item_parts(lines, done.columns)
+    done.columns, done.type_conflicts = made.columns, done.type_conflicts + made.conflicts
+    items, rejected = part_names(os.path.basename(path), lambda d: in_period(d, period))
+    for name, table in ((items, made.accepted), (rejected, made.rejected)):
+        if table is not None:
+            storage.put(name, parquet_bytes(table))
+            done.parts.append(name)
 
 
 # What a shard hands over at a cut: its page part (or None), why it could not store it, and its WARC of the interval.
@@ -98,9 +144,11 @@ class OutputParts:
         self.location = location
         self.filesystem = filesystem
         self.storage = open_storage(location, filesystem)
-        self.buffer = buffer  # None: no WARC
+        self.buffer = buffer  # None: no WARC, no items
+        self.items = ItemSchema()  # the crawl's item columns (adapters/items.py), as stored so far
+        self.type_conflicts = 0  # accepted items stored among the rejected for their types, since last taken
         # A local output directory gets a file only this run writes: a node that cannot see it does not share
-        # this node's disk, and refuses to store its WARC parts there (store_warc_parts).
+        # this node's disk, and refuses to store its WARC parts there (store_node_parts).
         self.shared_marker: str | None = None
         if self.storage.local:
             self.shared_marker = f".raycrawl-run-{run}"
@@ -114,6 +162,9 @@ class OutputParts:
         parts an older raycrawl gzipped twice are put right. Returns how many of each."""
         self.parts = list(parts)
         removed = remove_uncommitted(self.storage, self.parts)
+        for part in self.parts:
+            if part.startswith(ITEMS_DIR + "/"):
+                self.items.merge(stored_columns(self.storage, part))
         fixed = unwrap_doubled_parts(self.storage, [p for p in self.parts if p.startswith(WARC_DIR + "/")])
         return len(removed), len(fixed)
 
@@ -133,7 +184,7 @@ class OutputParts:
                 self.ledger.saw(node)
         nodes = self.ledger.nodes() if self.buffer is not None else []
         refs = [
-            store_warc_parts.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
+            store_node_parts.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
                 self.location,
                 self.filesystem,
                 self.buffer,
@@ -142,6 +193,7 @@ class OutputParts:
                 self.ledger.plan(node),
                 self.shared_marker,
                 period,
+                self.items.columns,
             )
             for node in nodes
         ]
@@ -152,15 +204,19 @@ class OutputParts:
                 lost.append(f"node {node[:12]} did not answer in {CUT_TIMEOUT:.0f} s")
                 continue
             try:
-                stored, problem = ray.get(ref)
+                stored: NodeStored = ray.get(ref)
             except RayError as exc:  # the node (or its raylet) is gone, and its buffers with it
                 lost.append(f"node {node[:12]}: {type(exc).__name__}")
                 continue
-            self.parts.extend(stored)
-            if problem is None:
+            self.parts.extend(stored.parts)
+            # (two nodes that gave one new column two types in one cut: the first stays the crawl's; readers
+            # unify the parts' schemas, results.read_items)
+            self.items.merge(stored.columns)
+            self.type_conflicts += stored.type_conflicts
+            if stored.problem is None:
                 self.ledger.forget(node)
             else:
-                problems.append(problem)
+                problems.append(stored.problem)
         if lost:
             raise OutputLost("; ".join(lost))
         if problems:

@@ -72,7 +72,7 @@ def shard_setup(
 ) -> ShardSetup:
     return ShardSetup(
         frontier=frontier_settings(cfg),
-        records=section(RecordRules, cfg),
+        records=section(RecordRules, cfg, extracting=cfg.extracting),
         traps=section(TrapRules, cfg),
         scope=cfg.scope,
         seeds=tuple(seeds),
@@ -108,7 +108,9 @@ def fetch_settings(
         proxies=egress.urls if egress is not None else (),
         resolve=tuple(sorted(cfg.resolve_map().items())),
         warc_buffer=warc_buffer if cfg.warc else None,
+        item_buffer=warc_buffer if cfg.extracting else None,
         warc_info=warcinfo_fields(cfg, crawl_id_of(cfg, out_dir)),
+        extraction=cfg.extract_settings(),
     )
 
 

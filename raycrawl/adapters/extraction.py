@@ -11,14 +11,21 @@ worker's.
 from __future__ import annotations
 
 import importlib
+import signal
+import threading
 from collections.abc import Callable, Mapping
+from types import FrameType
 from typing import Any
 
-from raycrawl.core.contract import Extractor
+from raycrawl.core.article import article
+from raycrawl.core.contract import Accept, ContentContract, Extractor, Judgement, judge
+from raycrawl.core.extract_settings import ExtractSettings, field_table
 from raycrawl.core.extractors import CssFields, meta
 from raycrawl.core.page import Page
+from raycrawl.core.records import FetchResult
+from raycrawl.core.render_jobs import RenderOutcome
 
-BUILTINS: dict[str, Extractor] = {"meta": meta}
+BUILTINS: dict[str, Extractor] = {"article": article, "meta": meta}
 
 
 def load_function(spec: str) -> Callable[..., Any]:
@@ -78,3 +85,85 @@ class _WithFields:
         if item is None:
             return None
         return {**item, **(self.fields(page) or {})}
+
+
+def page_of(
+    result: FetchResult, body: bytes, raw_headers: list[tuple[bytes, bytes]], render: RenderOutcome | None
+) -> Page:
+    """The page an extractor sees of a fetch: the rendered DOM when the page was rendered, else the body."""
+    lease = result.lease
+    rendered = render is not None and render.html is not None
+    return Page(
+        url=lease.url,
+        status=result.status or 0,
+        body=render.html.encode("utf-8") if rendered else body,  # type: ignore[union-attr]
+        headers=tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers),
+        requested_url=lease.request_url,
+        final_url=result.final_url or lease.url,
+        depth=lease.depth,
+        parent=lease.parent,
+        content_type="text/html; charset=utf-8" if rendered else result.content_type,
+        rendered=rendered,
+    )
+
+
+class ExtractTimeout(BaseException):
+    """An extraction ran past --extract-timeout (raised inside it, where it was; a BaseException, so that neither
+    ``judge`` nor an extractor's own ``except Exception`` takes it for the page's failure)."""
+
+
+class Extraction:
+    """A worker's extractor, accept function and contract, made once from the crawl's settings; ``judge`` runs
+    them on one page within the timeout, and never raises."""
+
+    def __init__(self, settings: ExtractSettings) -> None:
+        self.settings = settings
+        self.name = settings.extractor_name
+        extractor = extractor_from(settings.extract, field_table(settings.extract_fields))
+        assert extractor is not None, "ExtractSettings without an extractor"
+        self.extractor: Extractor = extractor
+        accept = settings.accept
+        self.accept: Accept | None = load_function(accept) if isinstance(accept, str) else accept
+        self.contract: ContentContract = settings.contract
+
+    def judge(self, page: Page) -> Judgement:
+        seconds = self.settings.extract_timeout
+        try:
+            return call_within(seconds, lambda: judge(page, self.extractor, self.contract, self.accept))
+        except ExtractTimeout:
+            return Judgement(None, "quarantined", f"extraction ran past {seconds:g} s (--extract-timeout)", "timeout")
+        except Exception as exc:  # (the alarm landing between judge's return and its cancelling)
+            return Judgement(
+                None, "quarantined", f"extraction failed: {type(exc).__name__}", "raised:" + type(exc).__name__
+            )
+
+
+def call_within(seconds: float, work: Callable[[], Judgement]) -> Judgement:
+    """``work()``, interrupted by ExtractTimeout after ``seconds``.
+
+    On the main thread (a Ray task's, or a test's) a timer signal raises inside whatever Python code runs, a
+    ``time.sleep`` or a busy loop alike, and the worker goes on. Elsewhere no signal can reach the work: it runs on a
+    thread of its own, and one that does not finish is left to itself (a daemon) while the page is quarantined.
+    """
+    if threading.current_thread() is threading.main_thread():
+        return _with_alarm(seconds, work)
+    box: list[Judgement] = []
+    runner = threading.Thread(target=lambda: box.append(work()), name="raycrawl-extract", daemon=True)
+    runner.start()
+    runner.join(seconds)
+    if not box:
+        raise ExtractTimeout()
+    return box[0]
+
+
+def _with_alarm(seconds: float, work: Callable[[], Judgement]) -> Judgement:
+    def ring(signum: int, frame: FrameType | None) -> None:
+        raise ExtractTimeout()
+
+    before = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return work()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before if before is not None else signal.SIG_DFL)

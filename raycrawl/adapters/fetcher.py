@@ -41,15 +41,20 @@ from yarl import URL
 
 from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver
 from raycrawl.adapters.egress import Egress, ProxyAuthRefused, ProxyUnreachable
+from raycrawl.adapters.extraction import Extraction, page_of
+from raycrawl.adapters.items import ItemSink
 from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
 from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.captures import Capture, Claim, payload_key
 from raycrawl.core.clean import clean_text, describe_exception
+from raycrawl.core.contract import Judgement
 from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS, BoundedDecoder, DecodingError
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
+from raycrawl.core.items import ItemLine
 from raycrawl.core.links import decode_html, extract_links
 from raycrawl.core.media_types import is_html
+from raycrawl.core.pages import iso_utc
 from raycrawl.core.proxy_routes import CONNECT_ERRORS
 from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan, ack_of
 from raycrawl.core.render_jobs import RenderJob, RenderOutcome, render_bound
@@ -108,6 +113,7 @@ class _Exchange:
     body: bytes = b""
     render: RenderOutcome | None = None  # the page handed to a browser: what it gave
     html: str | None = None  # the body decoded, when rendering's rule already needed it (decoded once)
+    judgement: Judgement | None = None  # what the crawl's extractor and contract made of the page
 
 
 class Fetcher:
@@ -118,6 +124,8 @@ class Fetcher:
         self._thread = threading.Thread(target=self._loop.run_forever, name="raycrawl-fetch-loop", daemon=True)
         self._thread.start()
         self._warc: WarcSink | None = None
+        self._extraction = Extraction(settings.extraction) if settings.extraction is not None else None
+        self._items: ItemSink | None = None  # the item lines of this epoch (with an extractor)
         self._held: list[tuple[_Exchange, Claim]] = []  # pages whose WARC waits for the payload registry
         self._hold = False
         self._running: set[asyncio.Task[_Exchange]] = set()
@@ -163,19 +171,23 @@ class Fetcher:
         self._thread.join(timeout=10)
         if self._warc is not None:
             self._warc.close()
+        if self._items is not None:
+            self._items.close()
 
     def _use_epoch(self, epoch: int, node: str) -> None:
         """WARC records go to a buffer file of the current checkpoint epoch (see adapters/warc.py), in a directory of
         the node's own: nodes that share a disk (several on one machine, a shared temp directory) never clean up
         each other's buffers at a cut."""
-        if self.settings.warc_buffer is None:
-            return
-        if self._warc is not None and self._warc.epoch == epoch and self._warc.path.exists():
-            return  # (a cut that failed may have taken this epoch's file already: then a new one is needed)
-        if self._warc is not None:
-            self._warc.close()
-        directory = os.path.join(buffer_path(self.settings.warc_buffer), node)
-        self._warc = WarcSink(directory, epoch, dict(self.settings.warc_info))
+        s = self.settings
+        # (a cut that failed may have taken this epoch's file already: then a new one is needed)
+        if s.warc_buffer is not None and not (self._warc and self._warc.epoch == epoch and self._warc.path.exists()):
+            if self._warc is not None:
+                self._warc.close()
+            self._warc = WarcSink(os.path.join(buffer_path(s.warc_buffer), node), epoch, dict(s.warc_info))
+        if s.item_buffer is not None and not (self._items and self._items.epoch == epoch and self._items.path.exists()):
+            if self._items is not None:
+                self._items.close()
+            self._items = ItemSink(os.path.join(buffer_path(s.item_buffer), node), epoch)
 
     def fetch_stream(
         self,
@@ -213,8 +225,7 @@ class Fetcher:
                     break
             remaining -= len(group)
             results = [self._finished(lease, item) for lease, item in group]
-            if self._warc is not None:
-                self._warc.flush()
+            self._flush()
             yield results
 
     def _finished(self, lease: Lease, item: _Exchange | BaseException) -> FetchResult:
@@ -231,7 +242,14 @@ class Fetcher:
             r = item.result
             r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
             r.outlinks, r.spellings, r.body = [], {}, None
+            r.verdict = r.verdict_reason = r.verdict_rule = r.item = None
         return item.result
+
+    def _flush(self) -> None:
+        if self._warc is not None:
+            self._warc.flush()
+        if self._items is not None:
+            self._items.flush()
 
     # --- on the loop ---------------------------------------------------------------------------------
 
@@ -462,6 +480,8 @@ class Fetcher:
             r.outlinks, r.spellings, r.links_capped = links.urls, links.spellings, links.capped
             if ex.render is not None:
                 self._add_rendered_links(ex)
+        if self._extraction is not None and r.lease.kind == "page" and 200 <= r.status < 300 and not too_large:
+            ex.judgement = self._extraction.judge(page_of(ex.result, ex.body, ex.raw_headers, ex.render))
         if self._warc is not None and (not too_large or self.settings.keep_truncated):
             known = r.lease.entry.known
             revisit = revisit_for(recrawl_outcome(r.status, known, r.sha256), known, r.lease.request_url, ex.body)
@@ -471,6 +491,23 @@ class Fetcher:
                 self._held.append((ex, (payload_key(r.sha256), capture)))
                 return
             self._write(ex, too_large, revisit)
+        self._write_item(ex)
+
+    def _write_item(self, ex: _Exchange) -> None:
+        """The page's verdict on its result, and its item's line in the buffer (after its WARC: the line names
+        the capture's record)."""
+        judgement, r = ex.judgement, ex.result
+        if judgement is None or self._extraction is None:
+            return
+        r.verdict, r.verdict_reason, r.verdict_rule = judgement.verdict, judgement.reason, judgement.rule
+        if self._items is None or (judgement.item is None and judgement.verdict != "quarantined"):
+            return
+        line = ItemLine(
+            r.lease.url, iso_utc(r.responded_at or r.sent_at), r.warc_id, self._extraction.name,
+            self._extraction.settings.schema_version, judgement.verdict, judgement.reason, judgement.item,
+        )  # fmt: skip
+        start, end = self._items.write(line)
+        r.item = WarcSpan("", self._items.path.name, 0, start, end)
 
     def _add_rendered_links(self, ex: _Exchange) -> None:
         """The rendered DOM's links after the fetched page's own (those first, as they were), and the record's
@@ -528,11 +565,12 @@ class Fetcher:
                 self._write(ex, False, revisit, capture.record_id)
                 if first is not None:
                     r.duplicate_of, r.warc_id, r.warc_date = first.url, first.record_id, first.date
+                self._write_item(ex)
             except Exception as exc:
                 r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
                 r.outlinks, r.spellings, r.warc = [], {}, None
-        if self._warc is not None:
-            self._warc.flush()
+                r.verdict = r.verdict_reason = r.verdict_rule = r.item = None
+        self._flush()
 
 
 async def sleep_until(when: float) -> None:

@@ -2,6 +2,8 @@
 
     pages/pages-e000003-shard000.jsonl      page records, one part per shard and checkpoint cut
     warc/raycrawl-e000003-<node>-<pid>-<ms>.warc.gz   WARC, one part per fetch worker buffer and cut
+    items/raycrawl-e000003-<node>-<pid>-<ms>.parquet  accepted items (with an extractor), per worker buffer and cut
+    rejected/raycrawl-e000003-...parquet     rejected and quarantined pages' items, with their reasons
     committed.json                           the parts that make up the output, as of the current checkpoint
     stats.json                               the crawl's counters (replaced every few seconds)
     checkpoints/                             the default checkpoint store
@@ -27,7 +29,9 @@ PAGES_DIR = "pages"
 WARC_DIR = "warc"
 STATS_FILE = "stats.json"
 COMMITTED_FILE = "committed.json"
-PART_DIRS = (PAGES_DIR, WARC_DIR)
+ITEMS_DIR = "items"  # (adapters/items.py's parts)
+REJECTED_DIR = "rejected"
+PART_DIRS = (PAGES_DIR, WARC_DIR, ITEMS_DIR, REJECTED_DIR)
 
 
 def pages_part(epoch: int, writer: str, period: str | None = None) -> str:

@@ -28,25 +28,51 @@ class ContentContract:
     languages: frozenset[str] = frozenset()  # primary language subtags allowed (the item's "language"); empty: any
     content_types: frozenset[str] = frozenset()  # media types allowed (the page's); empty: any
 
-    def rejects(self, page: Page, item: Mapping[str, Any]) -> str | None:
-        """Why the contract rejects the item (None: it does not)."""
+    @staticmethod
+    def of(
+        require: tuple[str, ...] = (),
+        min_chars: tuple[str, ...] = (),
+        languages: tuple[str, ...] = (),
+        content_types: tuple[str, ...] = (),
+    ) -> ContentContract:
+        """The contract the config's settings of these names describe (ValueError naming the setting that is
+        wrong). ``min_chars`` entries are FIELD=N; languages and content types may be given comma-separated."""
+        least: list[tuple[str, int]] = []
+        for entry in min_chars:
+            name, sep, number = entry.partition("=")
+            if not sep or not name.strip() or not number.strip().isdigit():
+                raise ValueError(f"min_chars: {entry!r}: expected FIELD=N, e.g. text=200")
+            least.append((name.strip(), int(number)))
+        return ContentContract(
+            required=tuple(_split(require)),
+            min_chars=tuple(least),
+            languages=frozenset(x.lower() for x in _split(languages)),
+            content_types=frozenset(x.lower() for x in _split(content_types)),
+        )
+
+    @property
+    def empty(self) -> bool:
+        return not (self.required or self.min_chars or self.languages or self.content_types)
+
+    def rejects(self, page: Page, item: Mapping[str, Any]) -> tuple[str, str] | None:
+        """Why the contract rejects the item -- (the rule, as counted; the reason, as recorded) -- or None."""
         if self.content_types and page.media_type not in self.content_types:
-            return f"content type {page.media_type or 'unknown'} is not allowed"
+            return "content_type", f"content type {page.media_type or 'unknown'} is not allowed"
         for name in self.required:
             if _empty(item.get(name)):
-                return f"required field {name} is missing"
+                return f"required:{name}", f"required field {name} is missing"
         for name, least in self.min_chars:
             value = item.get(name)
             length = len(value) if isinstance(value, str) else 0
             if length < least:
-                return f"{name} has {length} characters, fewer than {least}"
+                return f"min_chars:{name}", f"{name} has {length} characters, fewer than {least}"
         if self.languages:
             language = item.get("language")
             primary = language.split("-")[0].split("_")[0].strip().lower() if isinstance(language, str) else ""
             if not primary:
-                return "no language (languages are restricted)"
+                return "language", "no language (languages are restricted)"
             if primary not in self.languages:
-                return f"language {primary} is not allowed"
+                return "language", f"language {primary} is not allowed"
         return None
 
 
@@ -54,7 +80,8 @@ class ContentContract:
 class Judgement:
     item: dict[str, Any] | None = None  # what the extractor returned (a copy), None when it returned nothing
     verdict: Verdict | None = None
-    reason: str | None = None
+    reason: str | None = None  # why, for the record (None when accepted or nothing was extracted)
+    rule: str | None = None  # why, as counted in stats: a key that does not vary with the page
 
 
 def judge(page: Page, extract: Extractor, contract: ContentContract, accept: Accept | None = None) -> Judgement:
@@ -62,23 +89,33 @@ def judge(page: Page, extract: Extractor, contract: ContentContract, accept: Acc
     try:
         made = extract(page)
     except Exception as exc:  # (the operator's code, on a page from the network: quarantined, never fatal)
-        return Judgement(None, "quarantined", f"extractor raised {describe_exception(exc)}")
+        return Judgement(None, "quarantined", f"extractor raised {describe_exception(exc)}", _raised(exc))
     if made is None:
         return Judgement()
     if not isinstance(made, Mapping):
-        return Judgement(None, "quarantined", f"extractor returned {type(made).__name__}, not a dict or None")
+        what = type(made).__name__
+        return Judgement(None, "quarantined", f"extractor returned {what}, not a dict or None", "returned:" + what)
     item = dict(made)
-    reason = contract.rejects(page, item)
-    if reason is not None:
-        return Judgement(item, "rejected", reason)
+    rejected = contract.rejects(page, item)
+    if rejected is not None:
+        return Judgement(item, "rejected", rejected[1], rejected[0])
     if accept is not None:
         try:
             said = accept(page, item)
         except Exception as exc:
-            return Judgement(item, "quarantined", f"accept raised {describe_exception(exc)}")
+            return Judgement(item, "quarantined", f"accept raised {describe_exception(exc)}", "accept_" + _raised(exc))
         if said is not True:
-            return Judgement(item, "rejected", said if isinstance(said, str) and said else "accept said no")
+            return Judgement(item, "rejected", said if isinstance(said, str) and said else "accept said no", "accept")
     return Judgement(item, "accepted")
+
+
+def _raised(exc: BaseException) -> str:
+    return f"raised:{type(exc).__name__}"
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    """Entries given one by one or comma-separated (``--languages en,de``), stripped, empty ones dropped."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
 def _empty(value: Any) -> bool:

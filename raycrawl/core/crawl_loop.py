@@ -79,6 +79,7 @@ class LoopSettings:
     checkpoint_interval: float = 30.0
     max_part_bytes: int = 1 << 30  # a cut is forced when this much output waits in buffers
     max_pages: int | None = None
+    max_accepted: int | None = None  # pages whose items were accepted (issue 47)
     time_limit: float | None = None
     leftovers: Literal["keep", "record"] = "keep"
     rollover: float | None = None  # output by period (core/rollover.py): a cut as each period ends
@@ -148,6 +149,8 @@ class CrawlLoop:
             self.budget_stop("time limit reached")
         if cfg.max_pages is not None and self.stats.pages_fetched >= cfg.max_pages:
             self.budget_stop("max-pages reached")
+        if cfg.max_accepted is not None and self.stats.accepted >= cfg.max_accepted:
+            self.budget_stop("max-accepted reached")
 
     # --- a round ---------------------------------------------------------------------------------------
 
@@ -190,6 +193,10 @@ class CrawlLoop:
         if cfg.max_pages is not None:
             # A bound: every lease the summaries count is taken as a page to come (robots ones make it stricter).
             budget = min(budget, cfg.max_pages - self.stats.pages_fetched - self.leased)
+        if cfg.max_accepted is not None:
+            # Exact as --max-pages is: never more pages out than could still be accepted, so no accepted page
+            # is ever one too many (a crawl that rejects most pages leases fewer at a time near the end).
+            budget = min(budget, cfg.max_accepted - self.stats.accepted - self.leased)
         return max(0, budget)
 
     def answered(self, plan: RoundPlan, summaries: list[ShardSummary], refs: list[object]) -> CrawlStats:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from raycrawl.core.extract_settings import ExtractSettings
+
 # Query parameters that only track the visitor: dropped when URLs are canonicalised (``*`` ends a prefix).
 DEFAULT_TRACKING_PARAMS = (
     "utm_*",
@@ -43,6 +45,7 @@ class FetchSettings:
     tracking_params: tuple[str, ...] = DEFAULT_TRACKING_PARAMS
     resolve: tuple[tuple[str, str], ...] = ()  # (name, address) pairs (the config's HOST=IP strings, parsed)
     warc_buffer: str | None = None  # where WARC records wait for the next cut: a directory under the node's temp dir
+    item_buffer: str | None = None  # where item lines wait for the next cut (with an extractor; beside the WARC's)
     warc_info: tuple[tuple[str, str], ...] = ()  # the fields of each WARC file's warcinfo record
     allow_private_networks: bool = False
     allow_network: tuple[str, ...] = ()
@@ -51,3 +54,4 @@ class FetchSettings:
     render_rules: tuple[str, ...] = ()
     render_timeout: float = RENDER_TIMEOUT
     proxies: tuple[str, ...] = field(default=(), repr=False)  # a lease's proxy by number, credentials in (proxy_routes)
+    extraction: ExtractSettings | None = None  # items from pages (issue 47); None: no extractor

@@ -227,6 +227,12 @@ class FetchResult:
     # the host's clock counts from here when later than ended_at: a render's end (its scripts' requests went to the
     # host after the exchange; they are not the exchange's latency)
     held_until: float = 0.0
+    # With an extractor (issue 47): the page's verdict (core/contract.py; None: nothing extracted), why, the rule
+    # counted, and where its item's line is in its worker's item buffer (kept with the record, like its WARC)
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    verdict_rule: str | None = None
+    item: WarcSpan | None = None
 
 
 @compact_pickle

@@ -24,13 +24,15 @@ class RecordRules:
 
     max_redirects: int = 10
     max_depth: int | None = None
+    extracting: bool = False  # the crawl has an extractor: every record has a verdict (core/contract.py)
+    follow_rejected: bool = False  # the links of a page the contract rejected are followed too
 
 
 @dataclass(slots=True)
 class Settled:
     records: list[dict[str, Any]] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
-    kept: list[WarcSpan] = field(default_factory=list)  # WARC spans of results that became output
+    kept: list[WarcSpan] = field(default_factory=list)  # WARC (and item) spans of results that became output
     seen_nodes: set[str] = field(default_factory=set)  # nodes whose buffers hold WARC of this interval
     latencies: list[float] = field(default_factory=list)  # seconds, request to response headers
     visits: list[tuple[FetchResult, dict[str, Any]]] = field(default_factory=list)  # page results and their records
@@ -42,12 +44,12 @@ def settle(results: list[FetchResult], reply: AckReply, rules: RecordRules, stat
     for result in results:
         lease_id = result.lease.lease_id
         kept = lease_id not in stale and lease_id not in retried
-        span = result.warc
-        if span is not None:
-            # Its WARC records stay when the result counts: a page record, or the robots.txt obeyed.
-            if kept:
-                out.kept.append(span)
-            out.seen_nodes.add(span.node)
+        for span in (result.warc, result.item):
+            if span is not None:
+                # Its WARC records (and item) stay when the result counts: a page record, or the robots.txt obeyed.
+                if kept:
+                    out.kept.append(span)
+                out.seen_nodes.add(span.node)
         if lease_id in stale:
             stats.events["stale_results"] += 1
         elif lease_id in retried:
@@ -71,6 +73,15 @@ def page_record(result: FetchResult, rules: RecordRules, stats: CrawlStats, link
             rule, record["error"] = problem
             record["outcome"], result.outlinks = "error", []
             stats.dropped[rule] += 1
+        if rules.extracting:
+            record["verdict"], record["verdict_reason"] = result.verdict, result.verdict_reason
+            if result.verdict is not None:
+                stats.verdicts[result.verdict] += 1
+                if result.verdict != "accepted":
+                    stats.verdict_rules[f"{result.verdict}: {result.verdict_rule}"] += 1
+            if result.verdict == "rejected" and not rules.follow_rejected and result.outlinks:
+                stats.dropped["rejected_page"] += len(result.outlinks)
+                result.outlinks = []
         page_links = children(result, rules.max_depth, stats.dropped)
     except Exception as exc:
         record = fault_record(result, exc)
@@ -102,10 +113,16 @@ def page_record(result: FetchResult, rules: RecordRules, stats: CrawlStats, link
     return record
 
 
-def terminal_records(terminals: list[Terminal], now: float, stats: CrawlStats) -> list[dict[str, Any]]:
+def terminal_records(
+    terminals: list[Terminal], now: float, stats: CrawlStats, rules: RecordRules | None = None
+) -> list[dict[str, Any]]:
     """Records of URLs that ended inside the shard (robots.txt, a closed host, a budget, a queue bound)."""
     for t in terminals:
         stats.outcomes[t.outcome] += 1
         if t.detail == HOST_BUDGET:
             stats.dropped[HOST_BUDGET] += 1
-    return [terminal_record(t, now) for t in terminals]
+    records = [terminal_record(t, now) for t in terminals]
+    if rules is not None and rules.extracting:
+        for record in records:
+            record["verdict"] = record["verdict_reason"] = None
+    return records

@@ -308,7 +308,7 @@ class ShardWork:
     def _end_terminals(self) -> None:
         terminals = self.frontier.take_terminals()
         if terminals:
-            self._records(terminal_records(terminals, self._clock(), self._stats))
+            self._records(terminal_records(terminals, self._clock(), self._stats, self.setup.records))
         found = self.frontier.take_discovered()  # (robots.txt answers name sitemaps)
         if found:
             self.offer(found)

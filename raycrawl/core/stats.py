@@ -24,11 +24,22 @@ class CrawlStats:
     peak_tasks_in_flight: int = 0
     fetch_nodes: Counter[str] = field(default_factory=Counter)  # URLs fetched per Ray node
     faults: Counter[str] = field(default_factory=Counter)  # exceptions the per-URL fault boundary caught, by class
+    verdicts: Counter[str] = field(default_factory=Counter)  # pages by their extraction verdict (core/contract.py)
+    verdict_rules: Counter[str] = field(default_factory=Counter)  # "rejected: required:title" ...: what said no
     revisit_lag: float = 0.0  # the latest a revisit was sent after its due time, in seconds (a maximum, not a sum)
 
     @property
     def pages_fetched(self) -> int:
         return sum(self.outcomes[outcome] for outcome in FETCH_OUTCOMES)
+
+    @property
+    def accepted(self) -> int:
+        return self.verdicts["accepted"]
+
+    @property
+    def harvest_rate(self) -> float:
+        """Accepted pages per page fetched (what a data crawl is judged by, not pages attempted)."""
+        return self.accepted / self.pages_fetched if self.pages_fetched else 0.0
 
     @property
     def records(self) -> int:
@@ -43,6 +54,8 @@ class CrawlStats:
             "events": dict(self.events),
             "fetch_nodes": dict(self.fetch_nodes),
             "faults": dict(self.faults),
+            "verdicts": dict(self.verdicts),
+            "verdict_rules": dict(self.verdict_rules),
             "bytes": self.bytes,
             "tasks": self.tasks,
             "task_urls": self.task_urls,
@@ -60,6 +73,8 @@ class CrawlStats:
             getattr(stats, name).update(d[name])
         stats.fetch_nodes.update(d.get("fetch_nodes", {}))
         stats.faults.update(d.get("faults", {}))
+        stats.verdicts.update(d.get("verdicts", {}))
+        stats.verdict_rules.update(d.get("verdict_rules", {}))
         for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds", "peak_tasks_in_flight"):
             setattr(stats, name, d[name])
         stats.revisit_lag = d.get("revisit_lag", 0.0)
@@ -67,7 +82,7 @@ class CrawlStats:
 
     def add(self, other: CrawlStats) -> None:
         """Counters another part of the crawl moved (a shard's, since it last reported) added to these."""
-        for name in ("outcomes", "statuses", "dropped", "events", "fetch_nodes", "faults"):
+        for name in ("outcomes", "statuses", "dropped", "events", "fetch_nodes", "faults", "verdicts", "verdict_rules"):
             getattr(self, name).update(getattr(other, name))
         for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -96,4 +111,8 @@ class CrawlStats:
             "seeds": self.seeds,
             "peak_tasks_in_flight": self.peak_tasks_in_flight,
             "revisit_lag_max_s": round(self.revisit_lag, 3),
+            "verdicts": dict(self.verdicts),
+            "verdict_rules": dict(self.verdict_rules),
+            "accepted": self.accepted,
+            "harvest_rate": round(self.harvest_rate, 4),
         }

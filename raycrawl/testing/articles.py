@@ -143,3 +143,40 @@ def article_page(seed: int) -> ArticlePage:
         f"<footer><p>{e(footer)}</p></footer></body></html>"
     )
     return ArticlePage(page, title, description, author, date, language, price, paragraphs, boilerplate)
+
+
+# The "articles" profile of the test web (testing/server.py): an index linking to pages_per_host articles and
+# SHORT_PAGES short pages; each article links to the next few; each short page links to a page only it links to
+# (what a contract that rejects short pages must never have requested, unless --follow-rejected).
+SHORT_PAGES = 5
+NEXT_LINKS = 3
+HTML_HEADERS = [("Content-Type", "text/html; charset=utf-8")]
+
+
+def article_seed(host_ip: str, number: int) -> int:
+    """The seed of a host's article ``number`` (its page is ``article_page(seed)``)."""
+    return int(host_ip.rsplit(".", 1)[1]) * 10_000 + number
+
+
+def route(path: str, host_ip: str, articles: int) -> tuple[int, list[tuple[str, str]], bytes]:
+    """(status, headers, body) of a path on an "articles" host."""
+    if path == "/":
+        links = [f"/a/{n}" for n in range(articles)] + [f"/short/{n}" for n in range(SHORT_PAGES)]
+        items = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
+        index = f"<!doctype html><html lang=en><head><title>Index</title></head><body><ul>{items}</ul></body></html>"
+        return 200, HTML_HEADERS, index.encode()
+    kind, _, number = path.strip("/").partition("/")
+    if not number.isdigit():
+        return 404, [], b"not found\n"
+    n = int(number)
+    if kind == "a" and n < articles:
+        page = article_page(article_seed(host_ip, n)).html
+        more = "".join(f'<a href="/a/{m}">next</a>' for m in range(n + 1, min(n + 1 + NEXT_LINKS, articles)))
+        return 200, HTML_HEADERS, page.replace("</body>", f"<div class=more>{more}</div></body>").encode()
+    if kind == "short" and n < SHORT_PAGES:
+        body = (f"<!doctype html><html lang=en><head><title>Short {n}</title></head><body><h1>Short {n}</h1>"
+                f'<p>Too short.</p><a href="/behind-short/{n}">more</a></body></html>')  # fmt: skip
+        return 200, HTML_HEADERS, body.encode()
+    if kind == "behind-short" and n < SHORT_PAGES:
+        return 200, HTML_HEADERS, b"<!doctype html><html><head><title>Behind</title></head><body>x</body></html>"
+    return 404, [], b"not found\n"

@@ -26,6 +26,7 @@ Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustne
   broken, a bomb): see ``testing/sitemapweb.py``.
 - ``scripted`` / ``scripted-spin``: shells whose links only their script writes, and a page that never settles:
   see ``testing/scripted.py``.
+- ``articles``: an index of articles with known data among boilerplate, and short pages (testing/articles.py).
 - ``mirror``: every page is host 0's page of the same path, byte for byte (duplicate payloads under other URLs).
 - ``odd`` / ``odd-cut-robots``: raw bytes no well-behaved library would send, connections reset mid-body, a robots.txt
   with a BOM and a prefix group, links to be requested as written: see ``testing/odd.py``. When a client cuts a
@@ -46,7 +47,7 @@ from email.utils import formatdate
 from pathlib import Path
 from typing import IO
 
-from raycrawl.testing import changing, hostile, odd, scripted, sitemapweb, versioned
+from raycrawl.testing import articles, changing, hostile, odd, scripted, sitemapweb, versioned
 from raycrawl.testing.graph import WebGraph, WebSpec
 
 MAX_HEADER_BYTES = 16 * 1024
@@ -73,6 +74,8 @@ class TestWebServer:
         if profile == "hostile":
             return (*hostile.route(path, self.graph.netloc(host), self.spec.canary), 0.0)
         path = path.split("?", 1)[0]
+        if profile == "articles" and path != "/robots.txt":
+            return (*articles.route(path, self.graph.ip(host), self.spec.pages_per_host), 0.0)
         if profile == "sitemap":
             netloc, outside = self.graph.netloc(host), self.spec.canary or "127.0.0.1:9"
             if path == "/robots.txt":

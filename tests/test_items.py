@@ -1,0 +1,133 @@
+"""Pages into data, end to end (issue 47): a crawl of the test web's articles with an extractor and a contract;
+its items read back as a Ray Dataset; what the server saw."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from raycrawl.testing.articles import SHORT_PAGES, article_page, article_seed
+from raycrawl.testing.extractors import hangs, raises
+from raycrawl.testing.graph import WebSpec
+from raycrawl.testing.process import TestWeb
+from tests.conftest import assert_each_url_once, local_config, page_requests, run
+
+pytestmark = pytest.mark.usefixtures("ray_local")
+
+ARTICLES = 24
+HOSTS = 2
+
+
+def test_a_contract_accepts_rejects_and_quarantines_as_planted(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=HOSTS, pages_per_host=ARTICLES, profiles=("articles",) * HOSTS)
+    with TestWeb(spec) as web:
+        cfg = local_config(
+            seeds=tuple(web.graph.seeds()), out=str(tmp_path / "out"), delay=0.05,
+            extract="raycrawl.testing.extractors:flaky", extract_fields=("price=css:.price::text",),
+            require=("title",), min_chars=("text=200",), extract_timeout=1.0, schema_version="v7",
+        )  # fmt: skip
+        summary, records = run(cfg)
+        requests = web.requests()
+
+    assert_each_url_once(records)
+    numbers = range(ARTICLES)
+    quarantined = sum(1 for n in numbers if raises(n) or hangs(n))
+    assert quarantined >= 5
+    verdicts = Counter(r["verdict"] for r in records if r["verdict"] is not None)
+    assert verdicts == {
+        "accepted": HOSTS * (ARTICLES - quarantined),
+        "rejected": HOSTS * SHORT_PAGES,
+        "quarantined": HOSTS * quarantined,
+    }
+    assert summary["verdicts"] == dict(verdicts) and summary["accepted"] == verdicts["accepted"]
+    hung = [r for r in records if r["verdict"] == "quarantined" and "extract-timeout" in (r["verdict_reason"] or "")]
+    assert len(hung) == HOSTS * sum(1 for n in numbers if hangs(n))
+    raised = [r for r in records if "ValueError" in (r["verdict_reason"] or "")]
+    assert len(raised) == HOSTS * sum(1 for n in numbers if raises(n))
+    assert all(r["verdict"] is None for r in records if r["status"] != 200 or r["url"].endswith("/"))
+    # The links of the rejected (short) pages were never requested; the quarantined pages' were.
+    paths = [r["path"] for r in page_requests(requests)]
+    assert not [p for p in paths if p.startswith("/behind-short/")]
+    assert len([p for p in paths if p.startswith("/short/")]) == HOSTS * SHORT_PAGES
+
+    import raycrawl
+
+    items = raycrawl.read_items(str(tmp_path / "out")).to_pandas()
+    assert len(items) == verdicts["accepted"] and items["url"].is_unique
+    assert list(items.columns)[:5] == ["url", "fetched_at", "warc_id", "extractor", "schema_version"]
+    assert {"title", "text", "number", "price"} <= set(items.columns)
+    assert set(items["schema_version"]) == {"v7"}
+    assert set(items["extractor"]) == {"raycrawl.testing.extractors:flaky+fields"}
+    by_url = {r["url"]: r for r in records}
+    for row in items.itertuples():
+        host_ip = row.url.split("//")[1].split(":")[0]
+        planted = article_page(article_seed(host_ip, int(row.number)))
+        assert row.title == planted.title and row.price == planted.price
+        assert row.warc_id == by_url[row.url]["warc_id"]
+    rejected = raycrawl.read_items(str(tmp_path / "out"), rejected=True).to_pandas()
+    assert Counter(rejected["verdict"]) == {"rejected": HOSTS * SHORT_PAGES, "quarantined": HOSTS * quarantined}
+    assert all("fewer than 200" in reason for reason in rejected[rejected.verdict == "rejected"]["verdict_reason"])
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats["harvest_rate"] == pytest.approx(verdicts["accepted"] / stats["outcomes"]["fetched"], abs=1e-3)
+
+
+@pytest.mark.parametrize("builtin", ["builtin:article", "builtin:meta"])
+def test_builtin_extractors_and_css_fields_give_the_planted_values(tmp_path: Path, builtin: str) -> None:
+    """Acceptance 1: articles among boilerplate; builtin:article's text holds the article's sentences and none of the
+    boilerplate's on >= 95% of pages; builtin:meta and CSS fields give the known values; read back typed."""
+    spec = WebSpec(hosts=HOSTS, pages_per_host=ARTICLES, profiles=("articles",) * HOSTS)
+    with TestWeb(spec) as web:
+        cfg = local_config(
+            seeds=tuple(web.graph.seeds()), out=str(tmp_path / "out"), delay=0.05, extract=builtin,
+            extract_fields=("price=css:.price::text", "links=css-all:.more a::attr(href)"), require=("title",),
+        )  # fmt: skip
+        summary, _ = run(cfg)
+
+    import raycrawl
+
+    dataset = raycrawl.read_items(str(tmp_path / "out"))
+    items = dataset.to_pandas()
+    articles = items[items["url"].str.contains("/a/")]
+    assert len(articles) == HOSTS * ARTICLES and items["url"].is_unique
+    schema = dataset.schema()
+    assert str(schema.types[schema.names.index("links")]).startswith("list<")  # (a list of strings stays a list)
+    clean = 0
+    for row in articles.itertuples():
+        host_ip, number = row.url.split("//")[1].split(":")[0], int(row.url.rsplit("/", 1)[1])
+        planted = article_page(article_seed(host_ip, number))
+        assert row.title == planted.title and row.price == planted.price
+        assert row.description == planted.description and row.language == planted.language
+        if builtin == "builtin:article":
+            assert row.author == planted.author and row.date == planted.date
+            text = " ".join(row.text.split())
+            sentences = [s.strip() + "." for p in planted.paragraphs for s in p.split(".") if s.strip()]
+            boilerplate = [s.strip() + "." for b in planted.boilerplate for s in b.split(".") if s.strip()]
+            clean += all(s in text for s in sentences) and not any(s in text for s in boilerplate)
+            assert row.markdown.startswith("#") or row.markdown.startswith("|")
+        else:
+            assert json.loads(row.json_ld)[0]["offers"]["price"] == planted.price
+            assert json.loads(row.opengraph)["title"] == planted.title
+    if builtin == "builtin:article":
+        assert clean / len(articles) >= 0.95, clean
+    assert summary["accepted"] == len(items)
+
+
+def test_max_accepted_stops_at_exactly_that_many_items_and_a_resume_goes_on(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=HOSTS, pages_per_host=ARTICLES, profiles=("articles",) * HOSTS)
+    out = str(tmp_path / "out")
+    import raycrawl
+
+    with TestWeb(spec) as web:
+        base = dict(seeds=tuple(web.graph.seeds()), out=out, delay=0.02, extract="builtin:meta", require=("title",))
+        summary, records = run(local_config(**base, max_accepted=10))
+        assert summary["accepted"] == 10 and summary["stop_reason"] == "max-accepted reached"
+        assert raycrawl.read_items(out).count() == 10
+        summary, records = run(local_config(**base, max_accepted=25, resume=True))
+    assert_each_url_once(records)
+    items = raycrawl.read_items(out).to_pandas()
+    assert len(items) == 25 and items["url"].is_unique
+    accepted = {r["url"] for r in records if r["verdict"] == "accepted"}
+    assert set(items["url"]) == accepted and summary["accepted"] == 25
