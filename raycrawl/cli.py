@@ -118,6 +118,8 @@ HELP = {
     "accept": "the contract: module:function, accept(page, item) -> True or a reason to reject",
     "follow_rejected": "follow the links of pages the contract rejected (by default they are not followed)",
     "max_accepted": "stop after this many pages were accepted (a limit: --resume with a larger one goes on)",
+    "max_accepted_per_host": "pages accepted per host; its further URLs are held for a --resume with a larger"
+    " budget (--leftovers record: recorded out_of_budget)",
     "warc": "write no WARC files",
     "revisit_duplicates": "store every page's payload whole, even one this crawl already stored under another URL"
     " (by default such a page is a WARC revisit record naming the first URL)",
@@ -141,6 +143,8 @@ HELP = {
     "retry_errors": "with --resume: crawl again the URLs whose records ended in error (their new records replace"
     " the old ones)",
     "retry_budget": "with --retry-errors: the URLs that ended out_of_budget too",
+    "retry_quarantined": "with --resume: fetch and extract again the pages whose extraction was quarantined (after"
+    " you fixed the cause); their new records and items replace the old ones",
     "strict": "a malformed seed is an error instead of a warning",
     "fresh": "replace an earlier crawl's output in --out",
     "quiet": "no progress bar or progress lines",
@@ -157,13 +161,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
                    "user_agent", "robots_ttl", "shared_politeness"),
     "output and durability": ("out", "warc", "keep_truncated", "revisit_duplicates", "checkpoint_interval",
                               "max_part_bytes", "rollover", "redis_url", "crawl_id", "resume", "retry_errors",
-                              "retry_budget", "fresh", "quiet"),
+                              "retry_budget", "retry_quarantined", "fresh", "quiet"),
     "fetching and bounds": ("timeout", "fetch_deadline", "max_body_bytes", "max_redirects", "max_path_depth",
                             "max_repeated_segments", "max_outlinks", "max_attempts", "max_queue_per_host",
                             "max_queue_total", "workbench", "frontier_dir", "allow_private_networks", "allow_network",
                             "resolve"),
     "pages into data": ("extract", "extract_fields", "extract_timeout", "schema_version", "require", "min_chars",
-                        "languages", "content_types", "accept", "follow_rejected", "max_accepted"),
+                        "languages", "content_types", "accept", "follow_rejected", "max_accepted",
+                        "max_accepted_per_host"),
     "proxies": ("proxy", "proxy_file", "proxy_rules", "proxy_cooldown"),
     "rendering": ("render", "render_rules", "render_workers", "render_workers_max", "render_pages", "render_timeout",
                   "render_settle", "render_max_requests", "render_restart_pages", "render_max_memory_mb",

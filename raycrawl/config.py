@@ -164,6 +164,7 @@ class CrawlConfig:
     accept: str | None = None  # accept(page, item) -> True | "reason"
     follow_rejected: bool = _default(RecordRules, "follow_rejected")
     max_accepted: int | None = None
+    max_accepted_per_host: int | None = _default(FrontierSettings, "max_accepted_per_host")
     warc: bool = True
     checkpoint_interval: float = _default(LoopSettings, "checkpoint_interval")
     redis_url: str | None = None
@@ -171,6 +172,7 @@ class CrawlConfig:
     resume: bool = False
     retry_errors: bool = False  # with resume: URLs whose records ended in error are crawled again
     retry_budget: bool = False  # ... and those that ended out_of_budget
+    retry_quarantined: bool = False  # with resume: pages whose extraction was quarantined are fetched again
     strict: bool = False
     fresh: bool = False
     quiet: bool = False
@@ -366,6 +368,7 @@ def _validate(cfg: CrawlConfig) -> None:
     need(not (cfg.resume and cfg.fresh), "resume", "not both --resume and --fresh")
     need(cfg.resume or not cfg.retry_errors, "retry_errors", "with --resume (it retries a crawl's dead letters)")
     need(cfg.retry_errors or not cfg.retry_budget, "retry_budget", "with --retry-errors")
+    need(cfg.resume or not cfg.retry_quarantined, "retry_quarantined", "with --resume (it retries quarantined pages)")
 
     need(
         cfg.crawl_id is None or bool(re.fullmatch(r"[A-Za-z0-9._-]{1,128}", cfg.crawl_id)),
@@ -413,7 +416,8 @@ def _validate_extraction(cfg: CrawlConfig) -> None:
         except ValueError as exc:
             raise ConfigError(f"accept: {exc}", "accept") from None
     contract_named = cfg.require or cfg.min_chars or cfg.languages or cfg.content_types or cfg.accept
-    if (contract_named or cfg.max_accepted is not None or cfg.follow_rejected) and not cfg.extracting:
+    budgets = cfg.max_accepted is not None or cfg.max_accepted_per_host is not None
+    if (contract_named or budgets or cfg.follow_rejected or cfg.retry_quarantined) and not cfg.extracting:
         raise ConfigError(
             "a content contract, --max-accepted and --follow-rejected need an extractor: --extract builtin:meta,"
             " builtin:article, module:function, or [extract.fields]",
@@ -421,8 +425,10 @@ def _validate_extraction(cfg: CrawlConfig) -> None:
         )
     if not (0 < cfg.extract_timeout <= MAX_FETCH_SECONDS):
         raise ConfigError(f"extract_timeout = {cfg.extract_timeout!r}: expected seconds > 0", "extract_timeout")
-    if cfg.max_accepted is not None and cfg.max_accepted < 1:
-        raise ConfigError(f"max_accepted = {cfg.max_accepted!r}: expected a whole number >= 1", "max_accepted")
+    for key in ("max_accepted", "max_accepted_per_host"):
+        value = getattr(cfg, key)
+        if value is not None and value < 1:
+            raise ConfigError(f"{key} = {value!r}: expected a whole number >= 1", key)
     if not re.fullmatch(r"[A-Za-z0-9._+-]{1,64}", cfg.schema_version):
         raise ConfigError(f"schema_version = {cfg.schema_version!r}: expected 1-64 of A-Z a-z 0-9 . _ + -",
                           "schema_version")  # fmt: skip
@@ -762,6 +768,7 @@ PER_RUN = frozenset(
         "recrawl",
         "retry_errors",
         "retry_budget",
+        "retry_quarantined",
         "out",
         "redis_url",
         "shared_politeness",  # (a redis:// URL may hold a password: never written into checkpoints)

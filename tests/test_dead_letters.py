@@ -8,7 +8,7 @@ from pathlib import Path
 
 from raycrawl.actors.output_cut import OutputParts
 from raycrawl.adapters.output import read_pages, write_committed
-from raycrawl.core.dead_letters import BUDGET_OUTCOMES, RETRIED_OUTCOMES, take_dead_letters
+from raycrawl.core.dead_letters import BUDGET_OUTCOMES, QUARANTINED, RETRIED_OUTCOMES, take_dead_letters
 from raycrawl.core.frontier import FrontierSettings, FrontierShard
 from raycrawl.core.records import Ack, UrlEntry
 
@@ -35,6 +35,11 @@ def test_dead_letters_come_out_of_a_part_with_fresh_attempts() -> None:
     assert [json.loads(line)["url"] for line in found.kept[:2]] == ["http://a.test/1", "http://a.test/3"]
     assert found.kept[2] == b"not json\n"
     assert len(take_dead_letters(lines(*RECORDS), RETRIED_OUTCOMES | BUDGET_OUTCOMES).entries) == 3
+    # --retry-quarantined: by verdict, whatever the outcome (issue 47)
+    judged = [{"url": "http://a.test/q", "outcome": "fetched", "verdict": "quarantined", "depth": 1},
+              {"url": "http://a.test/r", "outcome": "fetched", "verdict": "rejected", "depth": 1}]  # fmt: skip
+    found = take_dead_letters(lines(*RECORDS, *judged), (), QUARANTINED)
+    assert [e.url for e in found.entries] == ["http://a.test/q"] and found.verdicts == {"quarantined": 1}
 
 
 def test_a_part_is_replaced_and_the_old_one_deleted_only_after_the_commit(tmp_path: Path) -> None:

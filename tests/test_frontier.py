@@ -471,3 +471,33 @@ def test_urls_a_checkpoint_counts_as_stored_that_the_store_lacks_are_counted_mis
             [Ack(lease.lease_id, 404 if lease.kind == "robots" else 200, clock.now, 0.001, False) for lease in leases]
         )
     assert again.queued == 0 and again.counters["stored_missing"] == 20 - 4  # (the workbench's 4 were saved)
+
+
+def test_a_host_gives_at_most_its_accepted_budget_and_a_resume_with_a_larger_one_goes_on() -> None:
+    """Issue 47: --max-accepted-per-host. No more pages of a host are out than could still be accepted (a run
+    too), the rest are held once the budget is met, and a shard restored with a larger budget admits them."""
+    clock = FakeClock()
+    shard = make(clock, delay=0.0, run_length=8, max_accepted_per_host=3)
+    shard.push([UrlEntry(f"http://a.test/{i}", 0) for i in range(10)])
+    robots_ok(shard, *shard.lease(10), at=clock.now)
+    leased = shard.lease(10, horizon=1.0)
+    assert len(leased) == 3  # (a run of 8 would fit: cut to the budget)
+    shard.ack([Ack(leased[0].lease_id, 200, clock.now, 0.01, False, accepted=False)])  # (rejected: does not count)
+    shard.ack([Ack(lease.lease_id, 200, clock.now, 0.01, False, accepted=True) for lease in leased[1:]])
+    (one_more,) = shard.lease(10, horizon=1.0)  # one acceptance left in the budget: one page out
+    shard.ack([Ack(one_more.lease_id, 200, clock.now, 0.01, False, accepted=True)])
+    assert shard.lease(10, horizon=1.0) == [] and shard.queued == 0 and shard.held == 6
+    shard.push([UrlEntry("http://a.test/late", 1)])  # a link found later waits with them
+    assert shard.held == 7 and shard.take_terminals() == []
+    saved = shard.snapshot()
+    larger = make(clock, delay=0.0, run_length=1, max_accepted_per_host=5)
+    larger.restore(saved)
+    assert larger.held == 0 and larger.queued == 7
+    leased = larger.lease(10, horizon=1.0) + larger.lease(10, horizon=1.0)
+    assert len(leased) == 1  # (one at a time without runs; and never more than 2 can still be accepted)
+    ending = make(clock, delay=0.0, max_accepted_per_host=1, hold_over_budget=False)  # --leftovers record
+    ending.push([UrlEntry(f"http://b.test/{i}", 0) for i in range(3)])
+    robots_ok(ending, *ending.lease(10), at=clock.now)
+    (page,) = ending.lease(10)
+    ending.ack([Ack(page.lease_id, 200, clock.now, 0.01, False, accepted=True)])
+    assert [(t.outcome, t.detail) for t in ending.take_terminals()] == [("out_of_budget", "max_accepted_per_host")] * 2

@@ -131,3 +131,28 @@ def test_max_accepted_stops_at_exactly_that_many_items_and_a_resume_goes_on(tmp_
     assert len(items) == 25 and items["url"].is_unique
     accepted = {r["url"] for r in records if r["verdict"] == "accepted"}
     assert set(items["url"]) == accepted and summary["accepted"] == 25
+
+
+def test_retry_quarantined_judges_those_pages_again_and_their_old_verdicts_go(tmp_path: Path) -> None:
+    spec = WebSpec(hosts=1, pages_per_host=ARTICLES, profiles=("articles",))
+    out = str(tmp_path / "out")
+    import raycrawl
+
+    with TestWeb(spec) as web:
+        base = dict(seeds=tuple(web.graph.seeds()), out=out, delay=0.02, extract_timeout=0.5, require=("title",))
+        summary, records = run(local_config(**base, extract="raycrawl.testing.extractors:flaky"))
+        quarantined = {r["url"] for r in records if r["verdict"] == "quarantined"}
+        assert len(quarantined) == sum(1 for n in range(ARTICLES) if raises(n) or hangs(n))
+        before = len(page_requests(web.requests()))
+        # The operator fixed the cause: an extractor that reads every article (meta's), then retries those pages.
+        summary, records = run(local_config(**base, extract="builtin:meta", resume=True, retry_quarantined=True))
+        again = page_requests(web.requests())[before:]
+    assert_each_url_once(records)
+    assert sorted(f"http://{r['host']}{r['path']}" for r in again) == sorted(quarantined)
+    assert not [r for r in records if r["verdict"] == "quarantined"]
+    assert summary["verdicts"].get("quarantined", 0) == 0
+    items = raycrawl.read_items(out).to_pandas()
+    assert quarantined <= set(items["url"]) and items["url"].is_unique
+    assert set(items[items.url.isin(quarantined)]["extractor"]) == {"builtin:meta"}
+    rejected = raycrawl.read_items(out, rejected=True)
+    assert rejected.count() == 0  # (their old rejected rows were taken out: there were no others)

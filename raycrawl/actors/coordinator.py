@@ -54,7 +54,7 @@ from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 from raycrawl.config import CrawlConfig, saved_settings
 from raycrawl.core.checkpoint_state import CheckpointState
 from raycrawl.core.crawl_loop import CrawlLoop, RoundPlan, ShardSummary
-from raycrawl.core.dead_letters import BUDGET_OUTCOMES, RETRIED_OUTCOMES
+from raycrawl.core.dead_letters import BUDGET_OUTCOMES, QUARANTINED, RETRIED_OUTCOMES
 from raycrawl.core.host_actions import HostAction
 from raycrawl.core.proxy_routes import ProxyPlan
 from raycrawl.core.records import UrlEntry
@@ -234,12 +234,14 @@ class Coordinator:
             self.stats.seeds += len(links)
             self.crew.offer_links(links, known)  # (one call per shard and part: the next part waits for it)
 
-    def _retry_dead_letters(self, outcomes: frozenset[str]) -> None:
-        """Take the URLs whose records ended in ``outcomes`` out of the output and queue them again, with fresh
-        attempts; their new records replace the old ones (core/dead_letters.py). The stats forget the old ones."""
-        taken = self.output.take_dead_letters(self._epoch, outcomes)
+    def _retry_dead_letters(self, outcomes: frozenset[str], verdicts: frozenset[str] = frozenset()) -> None:
+        """Take the URLs whose records ended in ``outcomes`` (or were judged ``verdicts``) out of the output and
+        queue them again, with fresh attempts; their new records replace the old ones (core/dead_letters.py). The
+        stats forget the old ones."""
+        taken = self.output.take_dead_letters(self._epoch, outcomes, verdicts)
         self.crew.requeue(taken.entries, retry=True)
         self.stats.outcomes.subtract(taken.outcomes)
+        self.stats.verdicts.subtract(taken.verdicts)
         self.stats.events["dead_letters_retried"] += len(taken.entries)
 
     # --- the loop ------------------------------------------------------------------------------------
@@ -255,8 +257,12 @@ class Coordinator:
         self.crew.offer_seeds(self.seeds, self.cfg.tracking_params)
         if self._resumed is None and self.cfg.recrawl:
             self._offer_recrawl(self.cfg.recrawl)
-        if self._resumed is not None and self.cfg.retry_errors:
-            self._retry_dead_letters(RETRIED_OUTCOMES | (BUDGET_OUTCOMES if self.cfg.retry_budget else frozenset()))
+        if self._resumed is not None and (self.cfg.retry_errors or self.cfg.retry_quarantined):
+            outcomes = RETRIED_OUTCOMES if self.cfg.retry_errors else frozenset()
+            self._retry_dead_letters(
+                outcomes | (BUDGET_OUTCOMES if self.cfg.retry_budget else frozenset()),
+                QUARANTINED if self.cfg.retry_quarantined else frozenset(),
+            )
         try:
             while True:
                 while not self._round():

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -34,11 +36,13 @@ from raycrawl.adapters.items import (
     item_parts,
     parquet_bytes,
     part_names,
+    read_table,
     stored_columns,
 )
 from raycrawl.adapters.output import (
     ITEMS_DIR,
     PAGES_DIR,
+    REJECTED_DIR,
     WARC_DIR,
     in_period,
     pages_part,
@@ -235,15 +239,16 @@ class OutputParts:
             self.storage.delete(superseded)
         return None
 
-    def take_dead_letters(self, epoch: int, outcomes: Collection[str]) -> DeadLetters:
-        """The URLs whose committed records ended in ``outcomes``, taken out of the output: each page part that
-        has any is replaced by a part of ``epoch`` without them (the next checkpoint lists it instead)."""
+    def take_dead_letters(self, epoch: int, outcomes: Collection[str], verdicts: Collection[str] = ()) -> DeadLetters:
+        """The URLs whose committed records ended in ``outcomes`` (or have a verdict in ``verdicts``), taken out of
+        the output: each page part that has any is replaced by a part of ``epoch`` without them (the next
+        checkpoint lists it instead), and so is each rejected-items part with any of theirs."""
         taken = DeadLetters()
         for part in [p for p in self.parts if p.startswith(PAGES_DIR + "/")]:
             data = self.storage.read(part)
             if data is None:
                 raise StorageError(f"{self.storage.show(part)} is listed in the checkpoint but missing")
-            found = take_dead_letters(data, outcomes)
+            found = take_dead_letters(data, outcomes, verdicts)
             if not found.entries:
                 continue
             rest = [p for p in self.parts if p != part]
@@ -255,7 +260,25 @@ class OutputParts:
             self._superseded.append(part)
             taken.entries += found.entries
             taken.outcomes += found.outcomes
+            taken.verdicts += found.verdicts
+        if verdicts and taken.entries:
+            self._take_rejected(epoch, {entry.url for entry in taken.entries})
         return taken
+
+    def _take_rejected(self, epoch: int, urls: set[str]) -> None:
+        """The rejected-items rows of ``urls`` out of the output (their pages are judged again)."""
+        for part in [p for p in self.parts if p.startswith(REJECTED_DIR + "/")]:
+            table = read_table(self.storage, part)
+            keep = pc.invert(pc.is_in(table.column("url"), value_set=pa.array(sorted(urls))))
+            rest = table.filter(keep)
+            if rest.num_rows == table.num_rows:
+                continue
+            self.parts = [p for p in self.parts if p != part]
+            if rest.num_rows:
+                name = f"{REJECTED_DIR}/retried-e{epoch:06d}-{len(self._superseded):04d}.parquet"
+                self.storage.put(name, parquet_bytes(rest))
+                self.parts.append(name)
+            self._superseded.append(part)
 
     def roll_back(self, parts: list[str]) -> None:
         """Back to a checkpoint that lists ``parts``: this interval's buffers are dropped, its parts deleted."""

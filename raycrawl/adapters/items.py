@@ -127,6 +127,14 @@ def part_names(file: str, directory_of: Any) -> tuple[str, str]:
     return f"{directory_of(ITEMS_DIR)}/{stem}.parquet", f"{directory_of(REJECTED_DIR)}/{stem}.parquet"
 
 
+def read_table(storage: Storage, name: str) -> pa.Table:
+    """A stored part, whole (StorageError when it cannot be read)."""
+    data = storage.read(name)
+    if data is None:
+        raise StorageError(f"{storage.show(name)} is listed in the checkpoint but missing")
+    return pq.read_table(pa.BufferReader(data))
+
+
 def stored_columns(storage: Storage, name: str) -> dict[str, ColumnType]:
     """The item columns of a stored items part (its footer only is read)."""
     try:

@@ -52,6 +52,7 @@ Clock = Callable[[], float]
 
 
 HOST_BUDGET = "max_pages_per_host"  # the detail of URLs a host's page budget turned away
+ACCEPTED_BUDGET = "max_accepted_per_host"  # ... and of those its accepted-page budget did (issue 47)
 SITEMAP_BOUND = "max_sitemaps_per_host"  # ... and of sitemap files past the per-host bound
 EVICT_EVERY = 300.0  # seconds between two looks for idle hosts to forget (FrontierShard.evict_idle)
 BUDGET_RETRY_S = 1.0  # a shared budget that could not be reached is asked again after this (its hosts wait)
@@ -72,6 +73,9 @@ class FrontierSettings:
     workbench: int = 16  # with a queue store: URLs per host kept in memory, the rest stored (core/workbench.py)
     max_pages_per_host: int | None = None  # URLs admitted per host over the whole crawl
     hold_over_budget: bool = True  # past max_pages_per_host: hold URLs for a resume with a larger budget (else end)
+    # Pages of a host whose items were accepted (with an extractor): no more are leased than could still be
+    # accepted, and once that many were, the host's other URLs are held (or ended) as past max_pages_per_host
+    max_accepted_per_host: int | None = None
     lease_ttl: float = 120.0
     seed: int = 0  # for the backoff jitter
     first_slot_spread: float = 0.0  # new hosts' first requests spread over up to this long (core/politeness.py)
@@ -222,14 +226,10 @@ class FrontierShard:
                 if hs.sitemap_wait:  # (what the pages waited for is here: the host's own clock again)
                     hs.next_allowed, hs.sitemap_wait = min(hs.next_allowed, hs.sitemap_wait), 0.0
             elif s.max_pages_per_host is not None and hs.admitted >= s.max_pages_per_host and not revisits:
-                if s.hold_over_budget and len(hs.held) < s.max_queue_per_host:
-                    # A budget is a limit, not a verdict: held (and saved) for a --resume with a larger one.
-                    hs.held.append(entry)
-                    self._held += 1
-                    self.counters["held_host_budget"] += 1
-                    continue
-                self.counters["rejected_host_budget"] += 1
-                self._end(entry, "out_of_budget", HOST_BUDGET)
+                self._over_budget(hs, entry, HOST_BUDGET)
+                continue
+            elif s.max_accepted_per_host is not None and hs.accepted >= s.max_accepted_per_host and not revisits:
+                self._over_budget(hs, entry, ACCEPTED_BUDGET)
                 continue
             if hs.queue.size + hs.stored >= s.max_queue_per_host:
                 self.counters["shed_host_queue"] += 1
@@ -390,8 +390,10 @@ class FrontierShard:
         """(Re)insert the host in the ready-heap if it could take a lease; older heap entries become stale."""
         if hs.stored and hs.queue.size < self._bench_size // 2:  # (after a lease: most were refilled in a batch)
             self._refill([hs])
+        cap = self.settings.max_accepted_per_host
         if (
             hs.in_flight >= self.settings.per_host_concurrency
+            or (cap is not None and hs.accepted + hs.in_flight >= cap)  # (never more out than could be accepted)
             or hs.robots_leased  # pages wait for the robots.txt answer
             or hs.closed is not None
             or hs.paused is not None
@@ -461,10 +463,13 @@ class FrontierShard:
                 # (gap: the host's delay, for the requests a rendered page's scripts make: core/render_jobs.py)
                 lease = Lease(lease_id, shard, entry.kind, not_before, not_before + ttl, entry, 0, hs.delay)
                 taken += 1
-                if runs and (hs.queue or hs.stored) and lease_id + 1 < stop:  # (a workbench may be empty)
+                room = stop - lease_id - 1
+                if self.settings.max_accepted_per_host is not None:
+                    room = min(room, self.settings.max_accepted_per_host - hs.accepted - hs.in_flight - 1)
+                if runs and (hs.queue or hs.stored) and room > 0:  # (a workbench may be empty)
                     # (the rest of the run: counted in flight, the host out of the heaps until every one of them
                     # is answered or given back)
-                    run = self._run_after(hs, lease, limit, stop - lease_id - 1)
+                    run = self._run_after(hs, lease, limit, room)
             else:  # robots.txt first: none yet, expired by then, or unreachable (asked again once it expires)
                 if robots is not None and robots.expires_at > not_before:
                     not_before = robots.expires_at
@@ -699,8 +704,32 @@ class FrontierShard:
                 hs.errors += 1
             else:
                 hs.fetched += 1
+            if ack.accepted:
+                hs.accepted += 1
+                if s.max_accepted_per_host is not None and hs.accepted >= s.max_accepted_per_host:
+                    self._accepted_enough(hs)
         self._schedule_all(touched)
         return reply
+
+    def _over_budget(self, hs: HostState, entry: UrlEntry, budget: str) -> None:
+        """A URL past one of its host's budgets. A budget is a limit, not a verdict: held (and saved) for a
+        --resume with a larger one, or with --leftovers record (or a full hold) ended out_of_budget."""
+        if self.settings.hold_over_budget and len(hs.held) < self.settings.max_queue_per_host:
+            hs.held.append(entry)
+            self._held += 1
+            self.counters["held_host_budget"] += 1
+            return
+        self.counters["rejected_host_budget"] += 1
+        self._end(entry, "out_of_budget", budget)
+
+    def _accepted_enough(self, hs: HostState) -> None:
+        """The host gave max_accepted_per_host accepted pages: the rest of its queue goes past the budget."""
+        entries = hs.queue.clear()
+        if hs.stored:
+            entries += self._bench.take(hs, hs.stored)  # type: ignore[union-attr]  # (stored: a store)
+        self._queued -= len(entries)
+        for entry in entries:
+            self._over_budget(hs, entry, ACCEPTED_BUDGET)
 
     def _requeue(self, hs: HostState, entry: UrlEntry) -> None:
         self._enqueue(hs, dataclasses.replace(entry, attempts=entry.attempts + 1))
@@ -845,7 +874,7 @@ class FrontierShard:
         if now < self._next_eviction:
             return 0
         self._next_eviction = now + EVICT_EVERY
-        budget = self.settings.max_pages_per_host is not None
+        budget = self.settings.max_pages_per_host is not None or self.settings.max_accepted_per_host is not None
         idle = [
             key
             for key, hs in self._hosts.items()

@@ -35,6 +35,7 @@ SAVED_FIELDS = (
     "fetched",
     "errors",
     "admitted",
+    "accepted",
 )
 
 
@@ -64,6 +65,7 @@ class HostState:
     fetched: int = 0
     errors: int = 0
     admitted: int = 0  # URLs ever queued here (the per-host page budget counts these)
+    accepted: int = 0  # pages whose items were accepted (the per-host accepted budget counts these)
     sitemaps: int = 0  # sitemap files queued here in this run (bounded by max_sitemaps_per_host)
     # robots.txt named sitemaps: the host's pages wait (up to SITEMAP_WAIT) for them to be queued, and the
     # next_allowed to go back to once they are (0: not waiting)
@@ -168,12 +170,13 @@ class HostState:
 
     @classmethod
     def from_saved(cls, saved: dict[str, Any], policy: DelayPolicy, ua_token: str) -> tuple[HostState, list[UrlEntry]]:
-        """A host and its URLs from ``saved()`` data; every field must be there but ``admitted``."""
+        """A host and its URLs from ``saved()`` data; every field must be there but ``admitted`` and ``accepted``."""
         hs = cls(key=saved["key"], origin=saved["origin"], delay=policy.delay)
         for name in SAVED_FIELDS:
-            if name != "admitted":
+            if name not in ("admitted", "accepted"):
                 setattr(hs, name, saved[name])
-        hs.admitted = saved.get("admitted", 0)  # (checkpoints from before the per-host page budget have none)
+        # (checkpoints from before the per-host page and accepted budgets have none)
+        hs.admitted, hs.accepted = saved.get("admitted", 0), saved.get("accepted", 0)
         hs.robots = RobotsRules.from_dict(saved["robots"], ua_token) if saved["robots"] else None
         hs.closed = (saved["closed"][0], saved["closed"][1]) if saved["closed"] else None
         hs.held = [UrlEntry.from_row(row) for row in saved.get("held", [])]

@@ -274,6 +274,7 @@ class Ack:
     retry_at: float | None = None  # from Retry-After: no request to the host before this wall-clock time
     ended_at: float = 0.0  # when the exchange ended (last byte or cut): politeness and backoff count from here
     truncated: bool = False  # reading stopped at the size limit (a robots.txt is then parsed to its last line)
+    accepted: bool = False  # the page's item was accepted (with an extractor: the per-host accepted budget)
 
 
 @compact_pickle
@@ -300,4 +301,5 @@ def ack_of(result: FetchResult) -> Ack:
         result.retry_at,
         ended_at=max(result.ended_at, result.held_until) or result.responded_at,
         truncated=result.truncated,
+        accepted=result.verdict == "accepted",
     )
