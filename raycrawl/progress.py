@@ -54,6 +54,12 @@ def describe(status: dict[str, Any]) -> dict[str, Any]:
         "hosts ready": status.get("hosts_ready", 0),
         "paused": status.get("hosts_paused", 0),
         "errors": status.get("errors", 0),
+        # with an extractor: pages accepted, and the harvest rate (accepted per page fetched)
+        **(
+            {"accepted": status["accepted"], "harvest": f"{status.get('harvest_rate', 0):.0%}"}
+            if "accepted" in status
+            else {}
+        ),
         # a continuous crawl's: revisits waiting, and how overdue the most overdue page is
         **(
             {"scheduled": status["scheduled"], "lag": f"{status.get('freshness_lag_s', 0):.1f}s"}

@@ -43,6 +43,11 @@ def test_a_contract_accepts_rejects_and_quarantines_as_planted(tmp_path: Path) -
         "quarantined": HOSTS * quarantined,
     }
     assert summary["verdicts"] == dict(verdicts) and summary["accepted"] == verdicts["accepted"]
+    assert summary["verdict_rules"] == {
+        "rejected: min_chars:text": HOSTS * SHORT_PAGES,
+        "quarantined: raised:ValueError": HOSTS * sum(1 for n in numbers if raises(n)),
+        "quarantined: timeout": HOSTS * sum(1 for n in numbers if hangs(n)),
+    }
     hung = [r for r in records if r["verdict"] == "quarantined" and "extract-timeout" in (r["verdict_reason"] or "")]
     assert len(hung) == HOSTS * sum(1 for n in numbers if hangs(n))
     raised = [r for r in records if "ValueError" in (r["verdict_reason"] or "")]

@@ -50,3 +50,11 @@ def test_the_last_figures_shown_are_the_final_ones(capsys: pytest.CaptureFixture
 def test_a_terminal_bar_shows_one_rate_only() -> None:
     bar = Progress(quiet=False)._bar_format()
     assert "rate" not in bar and "{postfix}" in bar
+
+
+def test_a_crawl_that_extracts_shows_what_it_accepted_and_its_harvest_rate() -> None:
+    from raycrawl.progress import status_line
+
+    line = status_line({"state": "running", "pages": 40, "accepted": 30, "harvest_rate": 0.75})
+    assert "accepted 30" in line and "harvest 75%" in line
+    assert "accepted" not in status_line({"state": "running", "pages": 40})  # (no extractor: nothing said)

@@ -347,7 +347,7 @@ class Coordinator:
         summaries: list[ShardSummary] = ray.get([summary for _, summary in pairs])
         latencies = [seconds for s in summaries for seconds in s.latencies]
         moved = self.loop.answered(plan, summaries, [leases for leases, _ in pairs])
-        self.metrics.record_round(moved.outcomes, moved.bytes, latencies)
+        self.metrics.record_round(moved.outcomes, moved.bytes, latencies, moved.verdicts)
         return summaries
 
     def _follow_demand(self) -> None:

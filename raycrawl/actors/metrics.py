@@ -34,6 +34,7 @@ GAUGES = {
     "lease_expiries": "leases that expired before an answer (total)",
     "dedup_hit_ratio": "share of dedup checks that found the URL already seen",
     "pages_per_second": "pages fetched per second since the start",
+    "harvest_rate": "pages accepted per page fetched (with an extractor)",
     # a continuous crawl's (--revisit)
     "revisits_scheduled": "URLs fetched and waiting to be due again",
     "revisits_due_within_hour": "scheduled URLs due within the next hour (overdue ones included)",
@@ -45,7 +46,7 @@ PROXY_GAUGES = {
     "proxy_failures": "connect errors, 407s and ban-like answers through the proxy (total)",
     "proxy_resting": "1 while the proxy rests after failing, else 0",
 }
-COUNTERS = ("raycrawl_pages", "raycrawl_bytes")
+COUNTERS = ("raycrawl_pages", "raycrawl_bytes", "raycrawl_verdicts")
 HISTOGRAMS = ("raycrawl_fetch_latency_seconds", "raycrawl_checkpoint_seconds")
 
 
@@ -63,6 +64,8 @@ class CrawlMetrics:
         tags = {"crawl": crawl_id}
         self.pages = RayCounter("raycrawl_pages", "URLs that ended, by outcome", tag_keys=("crawl", "outcome"))
         self.bytes = RayCounter("raycrawl_bytes", "decoded body bytes fetched", tag_keys=("crawl",))
+        self.verdicts = RayCounter("raycrawl_verdicts", "pages judged by the content contract, by verdict",
+                                   tag_keys=("crawl", "verdict"))  # fmt: skip
         self.latency = Histogram(
             "raycrawl_fetch_latency_seconds",
             "request sent to response headers",
@@ -75,14 +78,27 @@ class CrawlMetrics:
         self.gauges = {name: Gauge(f"raycrawl_{name}", text, tag_keys=("crawl",)) for name, text in GAUGES.items()}
         self.host_delay = Gauge("raycrawl_host_delay_seconds", "a host's current delay", tag_keys=("crawl", "host"))
         self.proxy = {n: Gauge(f"raycrawl_{n}", text, tag_keys=("crawl", "proxy")) for n, text in PROXY_GAUGES.items()}
-        every = (self.pages, self.bytes, self.latency, self.checkpoint, self.host_delay, *self.gauges.values())
+        every = (
+            self.pages,
+            self.bytes,
+            self.verdicts,
+            self.latency,
+            self.checkpoint,
+            self.host_delay,
+            *self.gauges.values(),
+        )
         for metric in (*every, *self.proxy.values()):
             metric.set_default_tags(tags)
 
-    def record_round(self, outcomes: Counter[str], size: int, latencies: Iterable[float]) -> None:
+    def record_round(
+        self, outcomes: Counter[str], size: int, latencies: Iterable[float], verdicts: Counter[str] | None = None
+    ) -> None:
         for outcome, n in outcomes.items():
             if n:
                 self.pages.inc(n, {"outcome": outcome})
+        for verdict, n in (verdicts or Counter()).items():
+            if n:
+                self.verdicts.inc(n, {"verdict": verdict})
         if size:
             self.bytes.inc(size)
         for seconds in latencies:
@@ -112,6 +128,7 @@ class CrawlMetrics:
             "lease_expiries": frontier.get("lease_expiries", 0),
             "dedup_hit_ratio": dedup.get("hits", 0) / dedup["checks"] if dedup.get("checks") else 0.0,
             "pages_per_second": summary.get("pages_per_s", 0.0),
+            "harvest_rate": summary.get("harvest_rate", 0.0),
             "revisits_scheduled": freshness.get("scheduled", 0),
             "revisits_due_within_hour": freshness.get("due_within_hour", 0),
             "freshness_lag_seconds": freshness.get("freshness_lag_s", 0.0),

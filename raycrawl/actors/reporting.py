@@ -55,6 +55,12 @@ def progress(
         "leased": loop.leased,
         "tasks_in_flight": len(loop.tasks),
         "errors": s.outcomes["error"],
+        # with an extractor: pages by verdict, and accepted per page fetched
+        **(
+            {"verdicts": dict(s.verdicts), "accepted": s.accepted, "harvest_rate": round(s.harvest_rate, 4)}
+            if loop.cfg.extracting
+            else {}
+        ),
         "hosts_ready": host_counts.get("hosts_ready", 0),
         "hosts_paused": host_counts.get("hosts_paused_now", 0),
         **(loop.freshness() if loop.scheduled or loop.stats.revisit_lag else {}),  # (a continuous crawl's)

@@ -48,7 +48,7 @@ def section(cls: type[S], cfg: CrawlConfig, **derived: Any) -> S:
 
 
 def loop_settings(cfg: CrawlConfig) -> LoopSettings:
-    return section(LoopSettings, cfg)
+    return section(LoopSettings, cfg, extracting=cfg.extracting)
 
 
 def frontier_settings(cfg: CrawlConfig) -> FrontierSettings:

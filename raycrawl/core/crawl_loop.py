@@ -80,6 +80,7 @@ class LoopSettings:
     max_part_bytes: int = 1 << 30  # a cut is forced when this much output waits in buffers
     max_pages: int | None = None
     max_accepted: int | None = None  # pages whose items were accepted (issue 47)
+    extracting: bool = False  # the crawl has an extractor (its status says what was accepted)
     time_limit: float | None = None
     leftovers: Literal["keep", "record"] = "keep"
     rollover: float | None = None  # output by period (core/rollover.py): a cut as each period ends
