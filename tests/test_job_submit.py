@@ -19,14 +19,16 @@ REPO = Path(__file__).resolve().parent.parent
 DELAY = 0.05
 
 
-def submit(head: RayHead, script: str, *args: str) -> tuple[str, subprocess.CompletedProcess[str]]:
+def submit(
+    head: RayHead, script: str, *args: str, working_dir: Path = REPO
+) -> tuple[str, subprocess.CompletedProcess[str]]:
     """``ray job submit`` of ``script`` with ``args`` (loopback allowed) to the head, waited for: (job id, the CLI's
     run)."""
     job_id = f"raycrawl-test-{uuid.uuid4().hex[:8]}"
     runtime_env = {"excludes": [".git", "tests", "benchmarks", "*.ipynb"]}
     command = [
         "ray", "job", "submit", "--address", f"http://127.0.0.1:{head.dashboard_port}", "--submission-id", job_id,
-        "--working-dir", str(REPO), "--runtime-env-json", json.dumps(runtime_env),
+        "--working-dir", str(working_dir), "--runtime-env-json", json.dumps(runtime_env),
         "--", "python", script, *args, "--allow-network", "127.0.0.0/8",
     ]  # fmt: skip
     return job_id, subprocess.run(command, env=head.env, capture_output=True, text=True, timeout=600)
@@ -86,3 +88,55 @@ def test_a_python_score_function_rides_along_with_ray_job_submit(tmp_path: Path)
         paths = [r["path"] for r in requests if r["ip"] == web.graph.ip(h)]
         favoured = [i for i, p in enumerate(paths) if len(p) == 5 and p.startswith("/p/1")]
         assert favoured == list(range(10)), paths  # score() put /p/10 ... /p/19 first on each host
+
+
+EXTRACTOR = """
+import os
+
+
+def extract(page):
+    title = page.tree.css_first("title")
+    price = page.tree.css_first(".price")
+    if price is None:
+        return None  # (not a data page: the index, the short pages; their links are followed)
+    return {"title": title.text() if title else None, "price": price.text(),
+            "worker_cwd": os.path.basename(os.getcwd())}
+"""
+
+
+def test_an_extractor_module_in_the_jobs_working_dir_runs_on_the_workers(tmp_path: Path) -> None:
+    """Issue 47, acceptance 4: ``--extract module:function`` with the module only in the job's working directory
+    (not installed, not in the repo): the driver checks it imports, the fetch workers run it."""
+    import ray
+
+    from raycrawl.results import read_items
+    from raycrawl.testing.articles import article_page, article_seed
+
+    job_dir = tmp_path / "job"
+    (job_dir / "jobs").mkdir(parents=True)
+    (job_dir / "jobs" / "crawl.py").write_text((REPO / "jobs" / "crawl.py").read_text())
+    (job_dir / "my_items.py").write_text(EXTRACTOR)
+    spec = WebSpec(hosts=2, pages_per_host=10, profiles=("articles", "articles"))
+    out = tmp_path / "out"
+    head = RayHead()
+    head.start(dashboard=True)
+    try:
+        with TestWeb(spec) as web:
+            _, done = submit(
+                head, "jobs/crawl.py", *web.graph.seeds(), "--out", str(out), "--delay", str(DELAY), "--quiet",
+                "--extract", "my_items:extract", "--require", "title", working_dir=job_dir,
+            )  # fmt: skip
+    finally:
+        head.stop()
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ray.init(address="local", num_cpus=1, include_dashboard=False, _node_ip_address="127.0.0.1")
+    try:
+        items = read_items(str(out)).to_pandas()
+    finally:
+        ray.shutdown()
+    assert len(items) == spec.hosts * spec.pages_per_host  # every article (the index and short pages: no price)
+    assert set(items["extractor"]) == {"my_items:extract"}
+    assert items["worker_cwd"].nunique() == 1 and items["worker_cwd"].iloc[0] != "main"  # (the job's own copy)
+    for row in items.itertuples():
+        host_ip, number = row.url.split("//")[1].split(":")[0], int(row.url.rsplit("/", 1)[1])
+        assert row.price == article_page(article_seed(host_ip, number)).price
