@@ -46,6 +46,7 @@ def test_quickstart_notebook_executes_and_its_stored_outputs_are_fresh(tmp_path:
     assert "frontier exhausted" in text
     assert "fetched" in text  # the outcome counts from the Ray Dataset
     assert any("image/png" in o.get("data", {}) for o in outputs)  # the pages/s plot
+    assert "harvest rate" in text and "text_chars" in text  # items: issue 47
     assert not NOISE.search(text), NOISE.search(text)
     assert not [o for o in outputs if o.output_type == "stream" and o.get("name") == "stderr"]
     if os.environ.get("RAYCRAWL_REFRESH_NOTEBOOK"):
