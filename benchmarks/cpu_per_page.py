@@ -1,6 +1,7 @@
 """raycrawl's CPU per page as a multiple of the bare loop's, on one test web, in one run, whole runs counted.
 
     python -m benchmarks.cpu_per_page [--rounds 2] [--hosts 40] [--pages 500] [--before DIR] [-- CRAWL FLAGS]
+    python -m benchmarks.cpu_per_page --articles --also "--extract builtin:meta" --also "--extract builtin:article"
 
 The big light test web (40 hosts, 500 pages each, ~0.5 KB pages), no delay, one request in flight per host.
 Each round runs ``python -m benchmarks.bare_loop`` (``benchmarks/bare_loop.py``: aiohttp + selectolax and nothing
@@ -12,6 +13,10 @@ Every process of each command is counted from its start to its end (``benchmarks
 every 0.1 s; a process that ends is counted to its last sample; the bare loop reports its own CPU exactly): Ray's
 start-up, the crawl's checkpoints and its end are in it. Pages are what the test web's log saw (robots.txt
 excluded); pages/s is pages over the command's wall time.
+
+``--also FLAGS`` (repeatable) runs ``raycrawl crawl`` again each round with those flags added, side by side (e.g. an
+extractor: issue 47); ``--articles`` serves the test web's articles (``raycrawl/testing/articles.py``, ~4-5 KB pages
+of an article among boilerplate) instead of its light pages.
 
 Each round also runs the same ``raycrawl crawl`` stopped after one page (``--max-pages 1``): its CPU and wall time
 are what any crawl costs before and after its pages (Ray's daemons, each process's start, the last checkpoint,
@@ -70,7 +75,9 @@ def bare(web: TestWeb, round_: int) -> Run:
     return dataclasses.replace(run, cpu=json.loads(run.output)["cpu_s"])
 
 
-def raycrawl(web: TestWeb, round_: int, extra: list[str], source: str | None = None, tag: str = "") -> Run:
+def raycrawl(
+    web: TestWeb, round_: int, extra: list[str], source: str | None = None, tag: str = "", name: str = ""
+) -> Run:
     """``source``: a checkout of another raycrawl (e.g. before a change) to run instead of this one; ``tag``: told
     apart in the web's log from the round's other runs."""
     ua = f"raycrawl-cpu/{round_}{'-before' if source else ''}{f'-{tag}' if tag else ''}"
@@ -81,7 +88,8 @@ def raycrawl(web: TestWeb, round_: int, extra: list[str], source: str | None = N
         # (run from the checkout: ``-m`` puts the working directory first on the path, and Ray's workers take the
         # driver's path and environment)
         env = dict(os.environ, PYTHONPATH=source) if source else None
-        return run_command("raycrawl" if source is None else "before", cmd, web, ua, env, cwd=source)
+        label = name or ("raycrawl" if source is None else "before")
+        return run_command(label, cmd, web, ua, env, cwd=source)
 
 
 def fixed_costs(loop: Run, one_page: Run) -> str:
@@ -125,9 +133,12 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=500, help="pages per host")
     parser.add_argument("--before", help="a checkout of raycrawl to run too, alternating (e.g. a git worktree)")
     parser.add_argument("--json", help="also write the runs here")
+    parser.add_argument("--also", action="append", default=[], help="flags of another raycrawl run each round")
+    parser.add_argument("--articles", action="store_true", help="the test web's articles instead of light pages")
     parser.add_argument("extra", nargs="*", help="more raycrawl crawl flags (after --)")
     args = parser.parse_args()
-    spec = WebSpec(hosts=args.hosts, pages_per_host=args.pages, page_bytes=500, private_links=False)
+    profiles = ("articles",) * args.hosts if args.articles else ()
+    spec = WebSpec(hosts=args.hosts, pages_per_host=args.pages, page_bytes=500, private_links=False, profiles=profiles)
     rounds: list[tuple[Run, list[Run]]] = []
     with TestWeb(spec) as web:
         for i in range(args.rounds):
@@ -136,6 +147,8 @@ def main() -> None:
                 runs.append(raycrawl(web, i, args.extra, os.path.abspath(args.before)))
             floor = bare(web, i)
             runs.append(raycrawl(web, i, args.extra))
+            for n, flags in enumerate(args.also):
+                runs.append(raycrawl(web, i, [*args.extra, *flags.split()], tag=f"also{n}", name=flags.split()[-1]))
             one_page = raycrawl(web, i, [*args.extra, "--max-pages", "1"], tag="one-page")
             rounds.append((floor, runs))
             print(f"round {i + 1}: " + table(floor, runs) + "\n" + fixed_costs(floor, one_page), flush=True)

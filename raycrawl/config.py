@@ -27,7 +27,7 @@ from raycrawl.adapters.snapshots import redis_url_problem
 from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.contract import ContentContract
 from raycrawl.core.crawl_loop import LoopSettings
-from raycrawl.core.extract_settings import ExtractSettings, field_table
+from raycrawl.core.extract_settings import ExtractSettings, field_table, spec_name
 from raycrawl.core.fetch_settings import DEFAULT_TRACKING_PARAMS as DEFAULT_TRACKING_PARAMS
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.frontier import FrontierSettings
@@ -789,9 +789,12 @@ def saved_settings(cfg: CrawlConfig) -> dict[str, Any]:
     return {f.name: _plain(getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in PER_RUN}
 
 
+PYTHON_FUNCTION = "python:"  # a saved extract/accept that was a function from Python: its name, after this
+
+
 def _plain(value: Any) -> Any:
-    if callable(value):  # (a function given from Python: given again on resume, never saved)
-        return None
+    if callable(value):  # (a function given from Python: its name is saved, the function is given again on resume)
+        return PYTHON_FUNCTION + spec_name(value)
     return list(value) if isinstance(value, tuple) else value
 
 
@@ -810,6 +813,15 @@ def resumed_config(cfg: CrawlConfig, saved: Mapping[str, Any], named: Collection
         if key not in FIELD_TYPES or key in PER_RUN:
             continue  # (a setting this version does not know, from an older or newer raycrawl: skipped)
         value = coerce(key, raw)
+        if key in CALLABLE_OR_SPEC and isinstance(value, str) and value.startswith(PYTHON_FUNCTION):
+            if getattr(cfg, key) is None:
+                name = value.removeprefix(PYTHON_FUNCTION)
+                raise ConfigError(
+                    f"{key}: this crawl ran with a Python function ({name}); give it again to resume, "
+                    f"CrawlConfig({key}=...), or a module:function",
+                    key,
+                )
+            continue  # the function given this time
         if key in named and getattr(cfg, key) != value:
             if key in FIXED_ON_RESUME:
                 raise ConfigError(

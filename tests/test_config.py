@@ -197,8 +197,15 @@ def test_extraction_and_its_contract_from_toml_tables_env_and_flags(tmp_path: Pa
     def mine(page: object) -> None:
         return None
 
+    from raycrawl.config import resumed_config
+
     python = CrawlConfig(extract=mine, accept=lambda page, item: True)
-    assert python.extract_settings() is not None and saved_settings(python)["extract"] is None
+    saved = saved_settings(python)
+    assert python.extract_settings() is not None
+    assert saved["extract"].startswith("python:") and saved["extract"].endswith(".mine")
+    assert resumed_config(CrawlConfig(extract=mine, accept=python.accept, resume=True), saved, None).extract is mine
+    with pytest.raises(ConfigError, match=r"extract: this crawl ran with a Python function \(.*mine\); give it again"):
+        resumed_config(CrawlConfig(resume=True), saved | {"accept": None}, None)  # (not silently no extractor)
     with pytest.raises(ConfigError, match="extract = 3: expected a string"):
         CrawlConfig(extract=3)  # type: ignore[arg-type]
 

@@ -250,7 +250,8 @@ class SitemapRead:
 @dataclass(slots=True)
 class WarcSpan:
     """One fetch's WARC records (response and request) in a worker's buffer file: bytes [start, end) of ``file``
-    on node ``node``, a file whose first ``head`` bytes are its warcinfo record."""
+    on node ``node``, a file whose first ``head`` bytes are its warcinfo record. The same for a page's item line in
+    a worker's item buffer (head 0): both are kept, and stored at the cut, exactly when the page's record is."""
 
     node: str
     file: str
