@@ -260,3 +260,25 @@ def test_article_finds_the_main_text_without_boilerplate_and_the_metadata() -> N
     assert article(page_of(b"%PDF-1.7", "application/pdf")) is None
     empty = article(page_of(b"<html><head><title>T</title></head><body></body></html>"))
     assert empty is not None and empty["title"] == "T" and empty["text"] is None
+
+
+def test_a_rendered_page_is_extracted_from_its_rendered_dom() -> None:
+    from raycrawl.adapters.extraction import page_of
+    from raycrawl.core.records import FetchResult, Lease, UrlEntry
+    from raycrawl.core.render_jobs import RenderOutcome
+
+    entry = UrlEntry("http://a.test/app", 2, "http://a.test/", requested="http://a.test/app?")
+    result = FetchResult(Lease(1, 0, "page", 0.0, 1.0, entry), status=200, content_type="text/html; charset=latin-1")
+    shell = b"<html><head><title>Loading</title></head><body><div id=app></div></body></html>"
+    headers = [(b"Content-Type", b"text/html; charset=latin-1")]
+    fetched = page_of(result, shell, headers, None)
+    assert not fetched.rendered and fetched.body == shell and fetched.requested_url == "http://a.test/app?"
+    assert (fetched.depth, fetched.parent, fetched.header("content-type")) == (
+        2,
+        "http://a.test/",
+        "text/html; charset=latin-1",
+    )
+    built = RenderOutcome(html="<html><head><title>Kettle \u2615</title></head><body><h1>Kettle</h1></body></html>")
+    rendered = page_of(result, shell, headers, built)
+    assert rendered.rendered and meta(rendered)["title"] == "Kettle \u2615"  # (the DOM's UTF-8, not the header's)
+    assert page_of(result, shell, headers, RenderOutcome(reason="no render")).body == shell  # (nothing rendered)

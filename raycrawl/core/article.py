@@ -10,6 +10,7 @@ every page. trafilatura parses with lxml, and is given the page as text: it neve
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from raycrawl.core.extractors import MAX_FIELD_CHARS, is_html_page, squeeze
@@ -25,23 +26,32 @@ def article(page: Page) -> dict[str, Any] | None:
     from trafilatura.settings import Document
     from trafilatura.xml import xmltotxt
 
-    doc = trafilatura.bare_extraction(page.text, url=page.final_url, include_comments=False, with_metadata=True)
-    tree = page.tree
-    html_node = next(iter(tree.tags("html")), None)
-    title_node = next(iter(tree.tags("title")), None)
-    language = squeeze(html_node.attrs.get("lang") if html_node is not None else None)
-    title = squeeze(title_node.text() if title_node is not None else None)
+    # fast: without trafilatura's fallback extractors (readability, jusText) -- as complete and as clean on the test
+    # web's articles, ~0.4 ms a page less (benchmarks/README.md)
+    text = page.text
+    doc = trafilatura.bare_extraction(text, url=page.final_url, include_comments=False, with_metadata=True, fast=True)
+    language = _html_lang(text)
     if not isinstance(doc, Document):  # (None: no main text; a dict only when as_dict is asked for)
-        return {"title": title, "description": None, "language": language, "text": None, "markdown": None,
-                "author": None, "date": None}  # fmt: skip
-    text = doc.text.strip() if doc.text else None
+        title = next(iter(page.tree.tags("title")), None)
+        return {"title": squeeze(title.text()) if title is not None else None, "description": None,
+                "language": language, "text": None, "markdown": None, "author": None, "date": None}  # fmt: skip
+    main = doc.text.strip() if doc.text else None
     markdown = xmltotxt(doc.body, include_formatting=True).strip() if doc.body is not None else None
     return {
-        "title": squeeze(doc.title) or title,
+        "title": squeeze(doc.title),
         "description": squeeze(doc.description),
         "language": language or squeeze(doc.language),
-        "text": text[:MAX_FIELD_CHARS] if text else None,
+        "text": main[:MAX_FIELD_CHARS] if main else None,
         "markdown": markdown[:MAX_FIELD_CHARS] if markdown else None,
         "author": squeeze(doc.author),
         "date": squeeze(doc.date),
     }
+
+
+_HTML_LANG = re.compile(r"<html\b[^>]*?\blang\s*=\s*[\"']?([A-Za-z]{1,8}(?:[-_][A-Za-z0-9]{1,8})*)", re.IGNORECASE)
+
+
+def _html_lang(text: str) -> str | None:
+    """The ``<html lang>`` of a page (what its author says it is in), read from its start without a parse."""
+    match = _HTML_LANG.search(text, 0, 4096)
+    return match.group(1) if match else None

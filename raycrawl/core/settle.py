@@ -44,12 +44,17 @@ def settle(results: list[FetchResult], reply: AckReply, rules: RecordRules, stat
     for result in results:
         lease_id = result.lease.lease_id
         kept = lease_id not in stale and lease_id not in retried
-        for span in (result.warc, result.item):
-            if span is not None:
-                # Its WARC records (and item) stay when the result counts: a page record, or the robots.txt obeyed.
-                if kept:
-                    out.kept.append(span)
-                out.seen_nodes.add(span.node)
+        span = result.warc
+        if span is not None:
+            # Its WARC records (and item) stay when the result counts: a page record, or the robots.txt obeyed.
+            if kept:
+                out.kept.append(span)
+            out.seen_nodes.add(span.node)
+        item = result.item
+        if item is not None:
+            if kept:
+                out.kept.append(item)
+            out.seen_nodes.add(item.node)
         if lease_id in stale:
             stats.events["stale_results"] += 1
         elif lease_id in retried:
