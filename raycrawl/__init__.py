@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from raycrawl.config import CrawlConfig, load_config
     from raycrawl.errors import ConfigError, RaycrawlError, SeedError, ServiceError
     from raycrawl.results import read_items, read_results
+    from raycrawl.warc_dataset import read_warc
 
 _LAZY = {
     "Crawl": "raycrawl.api",
@@ -29,6 +30,7 @@ _LAZY = {
     "ServiceError": "raycrawl.errors",
     "read_results": "raycrawl.results",
     "read_items": "raycrawl.results",
+    "read_warc": "raycrawl.warc_dataset",
 }
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "load_config",
     "read_items",
     "read_results",
+    "read_warc",
 ]
 
 
