@@ -47,6 +47,8 @@ PROXY_GAUGES = {
     "proxy_resting": "1 while the proxy rests after failing, else 0",
 }
 COUNTERS = ("raycrawl_pages", "raycrawl_bytes", "raycrawl_verdicts")
+# Exported once a crawl with an extractor has judged a page (a counter appears with its first increment)
+EXTRACTION_SERIES = frozenset({"raycrawl_verdicts_total"})
 HISTOGRAMS = ("raycrawl_fetch_latency_seconds", "raycrawl_checkpoint_seconds")
 
 
