@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from raycrawl.api import Crawl, crawl
     from raycrawl.config import CrawlConfig, load_config
     from raycrawl.errors import ConfigError, RaycrawlError, SeedError, ServiceError
+    from raycrawl.reextract import extract_from_warc
     from raycrawl.results import read_items, read_results
     from raycrawl.warc_dataset import read_warc
 
@@ -31,6 +32,7 @@ _LAZY = {
     "read_results": "raycrawl.results",
     "read_items": "raycrawl.results",
     "read_warc": "raycrawl.warc_dataset",
+    "extract_from_warc": "raycrawl.reextract",
 }
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "ServiceError",
     "__version__",
     "crawl",
+    "extract_from_warc",
     "load_config",
     "read_items",
     "read_results",

@@ -16,7 +16,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from raycrawl import operate
+from raycrawl import operate, reextract
 from raycrawl.adapters.snapshots import redis_url_for_messages
 from raycrawl.config import DURATIONS, FIELD_TYPES, PYTHON_ONLY, CrawlConfig, load_named_config
 from raycrawl.core.revisit_schedule import format_duration
@@ -253,9 +253,16 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     placed = {name for names in GROUPS.values() for name in names}
     missing = {f.name for f in dataclasses.fields(CrawlConfig)} - placed - {"seeds"} - PYTHON_ONLY
     assert not missing, f"flags without a help group: {missing}"
-    for title, names in GROUPS.items():
+    add_flags(parser, tuple(GROUPS))
+
+
+def add_flags(parser: argparse.ArgumentParser, groups: tuple[str, ...], only: tuple[str, ...] | None = None) -> None:
+    """The flags of the settings in ``groups`` (of ``only`` those, when given), as ``raycrawl crawl`` has them."""
+    for title in groups:
         group = parser.add_argument_group(title)
-        for name in names:
+        for name in GROUPS[title]:
+            if only is not None and name not in only:
+                continue
             flag = "--" + name.replace("_", "-")
             tp = FIELD_TYPES[name]
             help_text = HELP.get(name, "")
@@ -288,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument("--config", metavar="FILE", help="TOML file with settings (flags and RAYCRAWL_* win over it)")
     _add_config_flags(crawl)
     operate.add_commands(sub)
+    reextract.add_command(sub, add_flags)
     demo = sub.add_parser("demo", help="start the built-in test web on 127.0.0.x and crawl it")
     demo.add_argument("--hosts", type=int, default=8)
     demo.add_argument("--pages", type=int, default=60, help="pages per host")
@@ -413,6 +421,8 @@ def main(argv: Sequence[str] | None = None, **python_only: Any) -> int:
             return run_demo(args)
         if args.command in operate.COMMANDS:
             return operate.run(args)
+        if args.command == "extract":
+            return reextract.run(args)
         cfg, named = load_named_config(_cli_values(args), config_file=args.config)
         return run_crawl(cfg.replace(**python_only) if python_only else cfg, named)
     except RaycrawlError as exc:

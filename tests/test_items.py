@@ -161,3 +161,57 @@ def test_retry_quarantined_judges_those_pages_again_and_their_old_verdicts_go(tm
     assert set(items[items.url.isin(quarantined)]["extractor"]) == {"builtin:meta"}
     rejected = raycrawl.read_items(out, rejected=True)
     assert rejected.count() == 0  # (their old rejected rows were taken out: there were no others)
+
+
+def test_raycrawl_extract_gives_what_a_crawl_with_that_contract_gives_without_a_request(tmp_path: Path) -> None:
+    """Issue 48, acceptance 2: a finished crawl's WARC extracted again with a changed contract (``raycrawl extract``,
+    the CLI in a subprocess) gives the items and verdicts a crawl with that contract writes; the server sees
+    nothing meanwhile."""
+    import subprocess
+    import sys
+
+    import raycrawl
+
+    spec = WebSpec(hosts=HOSTS, pages_per_host=ARTICLES, profiles=("articles",) * HOSTS)
+    first, again, direct = (str(tmp_path / name) for name in ("first", "again", "direct"))
+    changed = ("--extract", "builtin:meta", "--extract-fields", "price=css:.price::text", "--min-chars",
+               "description=20")  # fmt: skip
+    with TestWeb(spec) as web:
+        base = dict(seeds=tuple(web.graph.seeds()), delay=0.02, follow_rejected=True)
+        run(local_config(**base, out=first, extract="builtin:meta", require=("title",)))
+        _, direct_records = run(local_config(**base, out=direct, extract="builtin:meta", min_chars=("description=20",),
+                                             extract_fields=("price=css:.price::text",)))  # fmt: skip
+        before = len(web.requests())
+        done = subprocess.run(
+            [sys.executable, "-m", "raycrawl.cli", "extract", first, "--into", again, "--quiet", *changed],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert len(web.requests()) == before  # nothing fetched
+    assert "pages judged" in done.stdout
+    stats = json.loads((tmp_path / "again" / "stats.json").read_text())
+    assert stats["verdicts"] == dict(Counter(r["verdict"] for r in direct_records if r["verdict"]))
+    columns = ["url", "title", "description", "language", "price", "json_ld", "opengraph", "extractor"]
+    redone = raycrawl.read_items(again).to_pandas()[columns].sort_values("url").reset_index(drop=True)
+    crawled = raycrawl.read_items(direct).to_pandas()[columns].sort_values("url").reset_index(drop=True)
+    assert len(redone) == len(crawled) > 0 and redone.equals(crawled)
+    rejected = raycrawl.read_items(again, rejected=True).to_pandas()
+    assert sorted(rejected["url"]) == sorted(r["url"] for r in direct_records if r["verdict"] == "rejected")
+
+
+def test_extract_only_the_quarantined_pages_again(tmp_path: Path) -> None:
+    import raycrawl
+    from raycrawl.config import CrawlConfig
+    from raycrawl.reextract import extract_from_warc
+
+    spec = WebSpec(hosts=1, pages_per_host=ARTICLES, profiles=("articles",))
+    out, again = str(tmp_path / "out"), str(tmp_path / "again")
+    with TestWeb(spec) as web:
+        _, records = run(local_config(seeds=tuple(web.graph.seeds()), out=out, delay=0.02, extract_timeout=0.5,
+                                      extract="raycrawl.testing.extractors:flaky"))  # fmt: skip
+    quarantined = {r["url"] for r in records if r["verdict"] == "quarantined"}
+    settings = CrawlConfig(extract="builtin:meta").extract_settings()
+    assert settings is not None
+    summary = extract_from_warc(out, again, settings, only="quarantined")
+    assert summary["verdicts"] == {"accepted": len(quarantined)} and len(quarantined) >= 3
+    assert set(raycrawl.read_items(again).to_pandas()["url"]) == quarantined
