@@ -26,6 +26,7 @@ from raycrawl.core.records import FetchResult
 from raycrawl.core.render_jobs import RenderOutcome
 
 BUILTINS: dict[str, Extractor] = {"article": article, "meta": meta}
+BUILTIN_NEEDS = {"builtin:article": "trafilatura"}  # the library a built-in imports when it first runs
 
 
 def load_function(spec: str) -> Callable[..., Any]:
@@ -71,6 +72,13 @@ def extraction_problem(spec: str | Callable[..., Any] | None, fields: Mapping[st
         extractor_from(spec, fields)
     except ValueError as exc:
         return str(exc)
+    needs = BUILTIN_NEEDS.get(spec) if isinstance(spec, str) else None
+    if needs is not None:  # (imported where it runs: checked here, or every page would be quarantined)
+        try:
+            importlib.import_module(needs)
+        except Exception as exc:
+            first = (str(exc).splitlines() or [""])[0]
+            return f"{spec!r} needs {needs}, which does not import here ({type(exc).__name__}: {first})"
     return None
 
 
