@@ -144,12 +144,14 @@ def _records(chunks: Iterator[bytes], count: ReadCount) -> Iterator[bytes]:
         data = data[pos:] + chunk if pos else data + chunk
         pos = 0
         while True:
-            record, pos, broken = _cut(data, pos)
+            record, at, broken = _cut(data, pos)
             if broken:
                 _bad(count, "a record whose framing is broken")
-            if record is None:
-                break
-            yield record
+            if record is None and at == pos:
+                break  # (the next record needs more bytes)
+            pos = at
+            if record is not None:
+                yield record
     if data[pos:].strip():
         _bad(count, "a record cut short at the end")
 
