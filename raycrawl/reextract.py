@@ -14,12 +14,11 @@ schema (core/items.py) and writes the parts: items are small beside the pages th
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -30,10 +29,10 @@ from raycrawl.adapters.output import (
     COMMITTED_FILE,
     ITEMS_DIR,
     REJECTED_DIR,
-    STATS_FILE,
     has_output,
     read_pages,
     write_committed,
+    write_stats,
 )
 from raycrawl.adapters.storage import open_storage
 from raycrawl.config import load_config
@@ -41,6 +40,7 @@ from raycrawl.core.extract_settings import ExtractSettings
 from raycrawl.core.fetch_settings import DEFAULT_TRACKING_PARAMS
 from raycrawl.core.items import ColumnType, ItemLine
 from raycrawl.core.page import Page
+from raycrawl.core.pages import iso_utc
 from raycrawl.core.urls import canonicalize
 from raycrawl.errors import ConfigError
 from raycrawl.warc_dataset import read_warc
@@ -107,7 +107,7 @@ def extract_from_warc(
         "finished": True,
     }
     write_committed(target, 0, parts)
-    target.put(STATS_FILE, (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode())
+    write_stats(target, summary)
     return summary
 
 
@@ -191,7 +191,7 @@ def _iso(warc_date: str | None) -> str:
         when = datetime.fromisoformat(warc_date.replace("Z", "+00:00"))
     except ValueError:
         return warc_date
-    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_utc(when.timestamp())
 
 
 # --- the command line ----------------------------------------------------------------------------------

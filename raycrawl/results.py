@@ -16,11 +16,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
-import pyarrow.parquet as pq
 
-from raycrawl.adapters.items import PROVENANCE_SCHEMA, REJECTED_SCHEMA
+from raycrawl.adapters.items import PROVENANCE_SCHEMA, REJECTED_SCHEMA, stored_schema
 from raycrawl.adapters.output import ITEMS_DIR, PAGES_DIR, REJECTED_DIR, committed_parts
-from raycrawl.adapters.storage import StorageError, open_storage
+from raycrawl.adapters.storage import open_storage
 
 RESULT_SCHEMA = pa.schema(
     [
@@ -77,13 +76,7 @@ def read_items(out: str, filesystem: Any = None, rejected: bool = False) -> Any:
     if not names:
         return ray.data.from_arrow((REJECTED_SCHEMA if rejected else PROVENANCE_SCHEMA).empty_table())
     paths = [storage.path(name) for name in names]
-    schemas = []
-    for name, path in zip(names, paths, strict=True):
-        try:
-            with storage.fs.open_input_file(path) as f:
-                schemas.append(pq.read_schema(f))
-        except OSError as exc:
-            raise StorageError(f"{storage.show(name)} is listed in the checkpoint but cannot be read ({exc})") from None
+    schemas = [stored_schema(storage, name) for name in names]
     # Parts made before a column was first seen lack it (null there); every part has one type per column
     # (core/items.py), but two nodes may have given a new column two in one cut: then the wider one, if any.
     schema = pa.unify_schemas(schemas, promote_options="permissive")

@@ -135,13 +135,20 @@ def read_table(storage: Storage, name: str) -> pa.Table:
     return pq.read_table(pa.BufferReader(data))
 
 
-def stored_columns(storage: Storage, name: str) -> dict[str, ColumnType]:
-    """The item columns of a stored items part (its footer only is read)."""
+def stored_schema(storage: Storage, name: str) -> pa.Schema:
+    """A stored part's schema (its footer only is read)."""
     try:
         with storage.fs.open_input_file(storage.path(name)) as f:
-            return columns_of(pq.read_schema(f))
+            return pq.read_schema(f)
     except OSError as exc:
-        raise StorageError(f"{storage.show(name)}: cannot read its schema ({exc})") from None
+        raise StorageError(
+            f"{storage.show(name)} is listed in the checkpoint but its schema cannot be read ({exc})"
+        ) from None
+
+
+def stored_columns(storage: Storage, name: str) -> dict[str, ColumnType]:
+    """The item columns of a stored items part."""
+    return columns_of(stored_schema(storage, name))
 
 
 def columns_of(schema: pa.Schema) -> dict[str, ColumnType]:

@@ -105,8 +105,7 @@ class _Members:
                 if out:
                     yield b"".join(out)  # (the records it holds whole are good: a whole-file gzip cut short)
                 if not made:  # (else the records layer counts the record this cut through)
-                    self.count.bad += 1
-                    self._note(f"gzip member at byte {self.pos}: {exc}")
+                    _bad(self.count, f"gzip member at byte {self.pos}: {exc}")
                 self.buffer, self.pos = self.buffer[1:], self.pos + 1
                 yield b"\x00"  # (the records layer drops what it was cutting: a member boundary is a record's)
                 continue
@@ -125,10 +124,6 @@ class _Members:
             self.buffer = self.buffer[-keep:] if len(self.buffer) > keep else self.buffer
             if not self._more():
                 return False
-
-    def _note(self, problem: str) -> None:
-        if len(self.count.problems) < 10:
-            self.count.problems.append(problem)
 
 
 def _records(chunks: Iterator[bytes], count: ReadCount) -> Iterator[bytes]:

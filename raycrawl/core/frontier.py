@@ -724,11 +724,7 @@ class FrontierShard:
 
     def _accepted_enough(self, hs: HostState) -> None:
         """The host gave max_accepted_per_host accepted pages: the rest of its queue goes past the budget."""
-        entries = hs.queue.clear()
-        if hs.stored:
-            entries += self._bench.take(hs, hs.stored)  # type: ignore[union-attr]  # (stored: a store)
-        self._queued -= len(entries)
-        for entry in entries:
+        for entry in self._take_queue(hs):
             self._over_budget(hs, entry, ACCEPTED_BUDGET)
 
     def _requeue(self, hs: HostState, entry: UrlEntry) -> None:
@@ -788,12 +784,16 @@ class FrontierShard:
         self._queued -= len(denied)
 
     def _end_queue(self, hs: HostState, outcome: Outcome, detail: str) -> None:
+        for entry in self._take_queue(hs):
+            self._end(entry, outcome, detail)
+
+    def _take_queue(self, hs: HostState) -> list[UrlEntry]:
+        """Every URL queued for the host, its workbench's and those in the store, taken out of the queue."""
         entries = hs.queue.clear()
         if hs.stored:
             entries += self._bench.take(hs, hs.stored)  # type: ignore[union-attr]  # (stored: a store)
-        for entry in entries:
-            self._end(entry, outcome, detail)
         self._queued -= len(entries)
+        return entries
 
     def release(self, lease_ids: Iterable[int], reason: str = "fetch task failed") -> None:
         """Return leases whose task died. The request may have been sent, so the host's clock advances. A run's
