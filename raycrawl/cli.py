@@ -116,6 +116,8 @@ HELP = {
     "languages": "the contract: an accepted item's language is one of these (comma-separated, e.g. en,de)",
     "content_types": "the contract: an accepted page's media type is one of these (e.g. text/html)",
     "accept": "the contract: module:function, accept(page, item) -> True or a reason to reject",
+    "score_links": "a focused crawl: module:function, score_links(page, item) -> a number for all of the page's"
+    " links or {link URL: number}; added to the links' scores (one unit is one level of depth), higher first",
     "follow_rejected": "follow the links of pages the contract rejected (by default they are not followed)",
     "max_accepted": "stop after this many pages were accepted (a limit: --resume with a larger one goes on)",
     "max_accepted_per_host": "pages accepted per host; its further URLs are held for a --resume with a larger"
@@ -167,7 +169,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                             "max_queue_total", "workbench", "frontier_dir", "allow_private_networks", "allow_network",
                             "resolve"),
     "pages into data": ("extract", "extract_fields", "extract_timeout", "schema_version", "require", "min_chars",
-                        "languages", "content_types", "accept", "follow_rejected", "max_accepted",
+                        "languages", "content_types", "accept", "score_links", "follow_rejected", "max_accepted",
                         "max_accepted_per_host"),
     "proxies": ("proxy", "proxy_file", "proxy_rules", "proxy_cooldown"),
     "rendering": ("render", "render_rules", "render_workers", "render_workers_max", "render_pages", "render_timeout",
@@ -194,6 +196,7 @@ METAVARS = {
     "render_browser": "PATH", "render_max_memory_mb": "MB",
     "extract": "SPEC", "extract_fields": "NAME=css:SELECTOR", "schema_version": "VERSION", "require": "FIELD",
     "min_chars": "FIELD=N", "languages": "LANGS", "content_types": "TYPES", "accept": "module:function",
+    "score_links": "module:function",
 }  # fmt: skip
 SECONDS = {"time_limit", "delay", "min_delay", "max_delay", "max_crawl_delay", "max_retry_after", "backoff_base",
            "max_backoff", "robots_ttl", "checkpoint_interval", "timeout", "fetch_deadline",

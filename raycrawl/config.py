@@ -162,6 +162,8 @@ class CrawlConfig:
     languages: tuple[str, ...] = ()  # the item's language's primary subtag, one of these
     content_types: tuple[str, ...] = ()  # the page's media type, one of these
     accept: str | None = None  # accept(page, item) -> True | "reason"
+    # Focused crawls (issue 48): score_links(page, item) -> float | {link URL: float}, added to the links' scores
+    score_links: str | None = None
     follow_rejected: bool = _default(RecordRules, "follow_rejected")
     max_accepted: int | None = None
     max_accepted_per_host: int | None = _default(FrontierSettings, "max_accepted_per_host")
@@ -215,7 +217,13 @@ class CrawlConfig:
             return None
         contract = ContentContract.of(self.require, self.min_chars, self.languages, self.content_types)
         return ExtractSettings(
-            self.extract, self.extract_fields, self.accept, contract, self.extract_timeout, self.schema_version
+            self.extract,
+            self.extract_fields,
+            self.accept,
+            contract,
+            self.extract_timeout,
+            self.schema_version,
+            self.score_links,
         )
 
     def resolve_map(self) -> dict[str, str]:
@@ -410,17 +418,22 @@ def _validate_extraction(cfg: CrawlConfig) -> None:
         problem = extraction_problem(cfg.extract, fields)
         if problem is not None:
             raise ConfigError(f"extract: {problem}" if not problem.startswith("extract") else problem, "extract")
-    if isinstance(cfg.accept, str):
-        try:
-            load_function(cfg.accept)
-        except ValueError as exc:
-            raise ConfigError(f"accept: {exc}", "accept") from None
+    for key in ("accept", "score_links"):
+        spec = getattr(cfg, key)
+        if isinstance(spec, str):
+            try:
+                load_function(spec)
+            except ValueError as exc:
+                raise ConfigError(f"{key}: {exc}", key) from None
+        elif spec is not None and not callable(spec):
+            raise ConfigError(f"{key} = {spec!r}: expected module:function, or a function from Python", key)
     contract_named = cfg.require or cfg.min_chars or cfg.languages or cfg.content_types or cfg.accept
     budgets = cfg.max_accepted is not None or cfg.max_accepted_per_host is not None
-    if (contract_named or budgets or cfg.follow_rejected or cfg.retry_quarantined) and not cfg.extracting:
+    later = cfg.follow_rejected or cfg.retry_quarantined or cfg.score_links is not None
+    if (contract_named or budgets or later) and not cfg.extracting:
         raise ConfigError(
-            "a content contract, --max-accepted and --follow-rejected need an extractor: --extract builtin:meta,"
-            " builtin:article, module:function, or [extract.fields]",
+            "a content contract, --max-accepted, --follow-rejected and --score-links need an extractor: --extract"
+            " builtin:meta, builtin:article, module:function, or [extract.fields]",
             "extract",
         )
     if not (0 < cfg.extract_timeout <= MAX_FETCH_SECONDS):
@@ -448,7 +461,8 @@ DURATIONS = frozenset(
     {"revisit_after", "revisit_min", "revisit_max", "rollover", "seen_ttl", "proxy_cooldown", "render_timeout",
      "render_settle"}
 )  # fmt: skip
-CALLABLE_OR_SPEC = frozenset({"extract", "accept"})  # a spec in every layer; from Python, the function too
+# A spec in every layer; from Python, the function too
+CALLABLE_OR_SPEC = frozenset({"extract", "accept", "score_links"})
 PYTHON_ONLY = frozenset(
     {"filesystem", "score", "egress"}
 )  # no flag, TOML key or environment variable: an object, not text
@@ -602,7 +616,7 @@ def read_toml(path: str | os.PathLike[str], sources: dict[str, str] | None = Non
 # The keys of the [extract] and [accept] tables, and the settings they are
 TABLE_KEYS = {
     "extract": {"function": "extract", "fields": "extract_fields", "timeout": "extract_timeout",
-                "schema_version": "schema_version"},
+                "schema_version": "schema_version", "score_links": "score_links"},
     "accept": {"function": "accept", "require": "require", "min_chars": "min_chars", "languages": "languages",
                "content_types": "content_types"},
 }  # fmt: skip
@@ -789,7 +803,7 @@ def saved_settings(cfg: CrawlConfig) -> dict[str, Any]:
     return {f.name: _plain(getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.name not in PER_RUN}
 
 
-PYTHON_FUNCTION = "python:"  # a saved extract/accept that was a function from Python: its name, after this
+PYTHON_FUNCTION = "python:"  # a saved extract/accept/score_links that was a function from Python: its name, after this
 
 
 def _plain(value: Any) -> Any:

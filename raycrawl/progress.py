@@ -44,6 +44,14 @@ def tasks_text(status: dict[str, Any]) -> str:
     return text
 
 
+def harvest_text(status: dict[str, Any]) -> str:
+    """``34% (last 100: 61%)``: since the start, and over the last pages (what a focused crawl's steering moves)."""
+    overall = f"{status.get('harvest_rate', 0):.0%}"
+    if "harvest_rate_recent" not in status:
+        return overall
+    return f"{overall} (last {status['harvest_window']}: {status['harvest_rate_recent']:.0%})"
+
+
 def describe(status: dict[str, Any]) -> dict[str, Any]:
     """The numbers a bar shows as its postfix (the one rate shown)."""
     return {
@@ -54,12 +62,8 @@ def describe(status: dict[str, Any]) -> dict[str, Any]:
         "hosts ready": status.get("hosts_ready", 0),
         "paused": status.get("hosts_paused", 0),
         "errors": status.get("errors", 0),
-        # with an extractor: pages accepted, and the harvest rate (accepted per page fetched)
-        **(
-            {"accepted": status["accepted"], "harvest": f"{status.get('harvest_rate', 0):.0%}"}
-            if "accepted" in status
-            else {}
-        ),
+        # with an extractor: pages accepted, and the harvest rate (accepted per page fetched) overall and recently
+        **({"accepted": status["accepted"], "harvest": harvest_text(status)} if "accepted" in status else {}),
         # a continuous crawl's: revisits waiting, and how overdue the most overdue page is
         **(
             {"scheduled": status["scheduled"], "lag": f"{status.get('freshness_lag_s', 0):.1f}s"}

@@ -57,8 +57,13 @@ def test_crawl_table_and_env_lists(tmp_path: Path) -> None:
         ({"extract_fields": ("price",)}, "extract_fields: 'price': expected NAME=css:SELECTOR"),
         ({"extract_fields": ("price=xpath://p",)}, "price = 'xpath://p': expected css:SELECTOR"),
         ({"extract": "builtin:meta", "min_chars": ("text",)}, "min_chars: 'text': expected FIELD=N"),
-        ({"require": ("title",)}, "a content contract, --max-accepted and --follow-rejected need an extractor"),
+        (
+            {"require": ("title",)},
+            "a content contract, --max-accepted, --follow-rejected and --score-links need an extractor",
+        ),
         ({"extract": "builtin:meta", "max_accepted": "0"}, "max_accepted = 0: expected a whole number >= 1"),
+        ({"extract": "builtin:meta", "score_links": "nosuchmodule:f"}, "score_links: 'nosuchmodule:f': cannot import"),
+        ({"score_links": "raycrawl.testing.topics:score_links"}, "--score-links need an extractor"),
         ({"extract": "builtin:meta", "extract_timeout": "0"}, "extract_timeout = 0.0: expected seconds > 0"),
         ({"extract": "builtin:meta", "accept": "json:nope"}, "accept: 'json:nope': json has no function nope"),
         ({"extract": "builtin:meta", "schema_version": "a b"}, "schema_version = 'a b': expected 1-64 of"),
@@ -189,6 +194,13 @@ def test_extraction_and_its_contract_from_toml_tables_env_and_flags(tmp_path: Pa
         .languages == {"en", "de"}  # fmt: skip
     # (a top-level string names the function; a table's unknown key is one line naming it)
     assert load_config({}, _toml(tmp_path, 'extract = "builtin:meta"\n'), {}).extract == "builtin:meta"
+    # score_links: a top-level key, or in [extract]; a flag or the environment likewise (a focused crawl: issue 48)
+    focus = "raycrawl.testing.topics:score_links"
+    top = load_config({}, _toml(tmp_path, f'extract = "builtin:meta"\nscore_links = "{focus}"\n'), {})
+    inner = load_config({}, _toml(tmp_path, f'[extract]\nfunction = "builtin:meta"\nscore_links = "{focus}"\n'), {})
+    env = load_config({"extract": "builtin:meta"}, None, {"RAYCRAWL_SCORE_LINKS": focus})
+    assert top.score_links == inner.score_links == env.score_links == focus
+    assert top.extract_settings().score_links == focus  # type: ignore[union-attr]
     with pytest.raises(ConfigError, match=r"\[accept\]: unknown key 'requires' \(expected function, require"):
         load_config({}, _toml(tmp_path, '[extract]\nfunction = "builtin:meta"\n[accept]\nrequires = ["x"]\n'), {})
     # From Python the functions themselves: not saved in checkpoints (given again on resume)

@@ -293,7 +293,7 @@ def test_robots_sitemap_lines_become_sitemap_links_fetched_as_sitemaps_within_a_
     body = b"User-agent: *\nDisallow: /private/\nSitemap: http://a.test/s.xml\nSitemap: http://a.test/private/t.xml\n"
     robots_ok(shard, robots, body, status=200, at=clock.now)
     links = shard.take_discovered()
-    assert [(url, depth, parent, kind) for url, depth, parent, _, _, kind in links] == [
+    assert [(url, depth, parent, kind) for url, depth, parent, _, _, kind, _ in links] == [
         ("http://a.test/s.xml", 0, "http://a.test/robots.txt", "sitemap"),
         ("http://a.test/private/t.xml", 0, "http://a.test/robots.txt", "sitemap"),
     ]

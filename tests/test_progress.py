@@ -58,3 +58,26 @@ def test_a_crawl_that_extracts_shows_what_it_accepted_and_its_harvest_rate() -> 
     line = status_line({"state": "running", "pages": 40, "accepted": 30, "harvest_rate": 0.75})
     assert "accepted 30" in line and "harvest 75%" in line
     assert "accepted" not in status_line({"state": "running", "pages": 40})  # (no extractor: nothing said)
+    recent = {"harvest_rate_recent": 0.5, "harvest_window": 100}
+    assert "harvest 75% (last 100: 50%)" in status_line(
+        {"state": "running", "accepted": 30, "harvest_rate": 0.75} | recent
+    )
+
+
+def test_the_recent_harvest_rate_is_over_the_last_pages_of_every_shard_and_survives_a_checkpoint() -> None:
+    from raycrawl.core.stats import HARVEST_WINDOW, CrawlStats
+
+    crawl, shard = CrawlStats(started_at=0.0), CrawlStats(started_at=0.0)
+    for _ in range(HARVEST_WINDOW):  # the first pages: none accepted
+        shard.note_page(False)
+    crawl.add(shard)
+    shard = CrawlStats(started_at=0.0)
+    for _ in range(HARVEST_WINDOW // 4):  # then a quarter of a window, all accepted
+        shard.note_page(True)
+    crawl.add(shard)
+    assert len(crawl.recent) == HARVEST_WINDOW and crawl.recent_harvest_rate == 0.25
+    summary = crawl.summary(1.0)
+    assert summary["harvest_rate_recent"] == 0.25 and summary["harvest_window"] == HARVEST_WINDOW
+    again = CrawlStats.from_dict(crawl.to_dict(1.0), 2.0)
+    assert again.recent == crawl.recent
+    assert "harvest_rate_recent" not in CrawlStats(started_at=0.0).summary(1.0)  # (no extractor: nothing said)

@@ -101,9 +101,9 @@ def test_recrawl_seeds_from_earlier_records() -> None:
     ]  # fmt: skip
     links, known = recrawl_links(records)
     assert links == [
-        ("http://a.test/", 0, None, (), None, "page"),
-        ("http://a.test/r", 1, None, (), "http://a.test/r?x", "page"),
-        ("http://a.test/n", 2, None, (), None, "page"),
+        ("http://a.test/", 0, None, (), None, "page", 0.0),
+        ("http://a.test/r", 1, None, (), "http://a.test/r?x", "page", 0.0),
+        ("http://a.test/n", 2, None, (), None, "page", 0.0),
     ]
     assert known == {
         "http://a.test/": Known('"e"', None, SHA, "<urn:uuid:a>", "d"),

@@ -150,11 +150,11 @@ def test_a_dead_partition_is_rebuilt_exactly_from_every_shards_log() -> None:
     b, _, _ = work(1, partitions=1)
     seen = Partitions(1)
     x, y = url_of_shard(1, path="/x"), url_of_shard(1, path="/y")
-    links_x = [(x, 1, None, (), None, "page")]
+    links_x = [(x, 1, None, (), None, "page", 0.0)]
     a.offer(links_x)
     assert [e.url for e in route(a, a.take_shares(), seen)[1]] == [x]
     seen.sets[0] = ExactSeenSet()  # the partition died: a new, empty one
-    b.offer([(x, 1, None, (), None, "page"), (y, 1, None, (), None, "page")])
+    b.offer([(x, 1, None, (), None, "page", 0.0), (y, 1, None, (), None, "page", 0.0)])
     for p, share in b.take_shares().items():
         b.router.hold(p, share)  # (its add_new failed)
     _, summary = b.lease(0, 0.0, None, 1)

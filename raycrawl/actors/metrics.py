@@ -35,6 +35,7 @@ GAUGES = {
     "dedup_hit_ratio": "share of dedup checks that found the URL already seen",
     "pages_per_second": "pages fetched per second since the start",
     "harvest_rate": "pages accepted per page fetched (with an extractor)",
+    "harvest_rate_recent": "pages accepted per page fetched, over the last 100 pages (with an extractor)",
     # a continuous crawl's (--revisit)
     "revisits_scheduled": "URLs fetched and waiting to be due again",
     "revisits_due_within_hour": "scheduled URLs due within the next hour (overdue ones included)",
@@ -131,6 +132,7 @@ class CrawlMetrics:
             "dedup_hit_ratio": dedup.get("hits", 0) / dedup["checks"] if dedup.get("checks") else 0.0,
             "pages_per_second": summary.get("pages_per_s", 0.0),
             "harvest_rate": summary.get("harvest_rate", 0.0),
+            "harvest_rate_recent": summary.get("harvest_rate_recent", 0.0),
             "revisits_scheduled": freshness.get("scheduled", 0),
             "revisits_due_within_hour": freshness.get("due_within_hour", 0),
             "freshness_lag_seconds": freshness.get("freshness_lag_s", 0.0),

@@ -58,6 +58,7 @@ def progress(
         # with an extractor: pages by verdict, and accepted per page fetched
         **(
             {"verdicts": dict(s.verdicts), "accepted": s.accepted, "harvest_rate": round(s.harvest_rate, 4)}
+            | s.harvest_recent()
             if loop.cfg.extracting
             else {}
         ),

@@ -83,7 +83,7 @@ def shard_setup(
         out=out_dir,
         filesystem=cfg.filesystem,
         crawl_id=crawl_id,
-        priority=Priority.of(cfg.priority, cfg.score),
+        priority=Priority.of(cfg.priority, cfg.score, links_scored=cfg.score_links is not None),
         frontier_dir=cfg.frontier_dir,
         revisit=section(RevisitPolicy, cfg),
         seen_ttl=cfg.seen_expiry,

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import importlib
 import signal
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from raycrawl.core.article import article
 from raycrawl.core.contract import Accept, ContentContract, Extractor, Judgement, judge
 from raycrawl.core.extract_settings import ExtractSettings, field_table
 from raycrawl.core.extractors import CssFields, meta
+from raycrawl.core.link_scores import LinkScorer, LinkScores, checked
 from raycrawl.core.page import Page
 from raycrawl.core.records import FetchResult
 from raycrawl.core.render_jobs import RenderOutcome
@@ -112,6 +114,7 @@ def page_of(
         parent=lease.parent,
         content_type="text/html; charset=utf-8" if rendered else result.content_type,
         rendered=rendered,
+        links=tuple(result.outlinks),
     )
 
 
@@ -133,6 +136,8 @@ class Extraction:
         accept = settings.accept
         self.accept: Accept | None = load_function(accept) if isinstance(accept, str) else accept
         self.contract: ContentContract = settings.contract
+        scorer = settings.score_links
+        self.scorer: LinkScorer | None = load_function(scorer) if isinstance(scorer, str) else scorer
 
     def judge(self, page: Page) -> Judgement:
         seconds = self.settings.extract_timeout
@@ -145,8 +150,36 @@ class Extraction:
                 None, "quarantined", f"extraction failed: {type(exc).__name__}", "raised:" + type(exc).__name__
             )
 
+    def score_links(self, page: Page, item: Mapping[str, Any] | None) -> LinkScores | None:
+        """What ``score_links`` says the page's links are worth (core/link_scores.py), within the timeout; None
+        when there is no scorer or no link. A function that fails, runs past the timeout or answers what is not a
+        score scores nothing (the links go by their other scores) and is said once per process."""
+        if self.scorer is None or not page.links:
+            return None
+        scorer, seconds = self.scorer, self.settings.extract_timeout
+        try:
+            return checked(call_within(seconds, lambda: scorer(page, item)), page.links)
+        except ExtractTimeout:
+            _warn_once(f"score_links ran past {seconds:g} s (--extract-timeout) on {page.url[:200]}")
+        except Exception as exc:  # (the operator's code: its failure is one page's links unscored, said once)
+            _warn_once(f"score_links failed on {page.url[:200]} ({type(exc).__name__}: {str(exc)[:200]})")
+        return None
 
-def call_within(seconds: float, work: Callable[[], Judgement]) -> Judgement:
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    """Said once per worker process (its output reaches the driver's log): the links then go unscored."""
+    if "score_links" not in _warned:
+        _warned.add("score_links")
+        print(f"raycrawl: {message}; such pages' links go unscored", file=sys.stderr, flush=True)
+
+
+T = TypeVar("T")
+
+
+def call_within(seconds: float, work: Callable[[], T]) -> T:
     """``work()``, interrupted by ExtractTimeout after ``seconds``.
 
     On the main thread (a Ray task's, or a test's) a timer signal raises inside whatever Python code runs, a
@@ -155,7 +188,7 @@ def call_within(seconds: float, work: Callable[[], Judgement]) -> Judgement:
     """
     if threading.current_thread() is threading.main_thread():
         return _with_alarm(seconds, work)
-    box: list[Judgement] = []
+    box: list[T] = []
     runner = threading.Thread(target=lambda: box.append(work()), name="raycrawl-extract", daemon=True)
     runner.start()
     runner.join(seconds)
@@ -164,7 +197,7 @@ def call_within(seconds: float, work: Callable[[], Judgement]) -> Judgement:
     return box[0]
 
 
-def _with_alarm(seconds: float, work: Callable[[], Judgement]) -> Judgement:
+def _with_alarm(seconds: float, work: Callable[[], T]) -> T:
     def ring(signum: int, frame: FrameType | None) -> None:
         raise ExtractTimeout()
 

@@ -481,7 +481,9 @@ class Fetcher:
             if ex.render is not None:
                 self._add_rendered_links(ex)
         if self._extraction is not None and r.lease.kind == "page" and 200 <= r.status < 300 and not too_large:
-            ex.judgement = self._extraction.judge(page_of(ex.result, ex.body, ex.raw_headers, ex.render))
+            page = page_of(ex.result, ex.body, ex.raw_headers, ex.render)
+            ex.judgement = self._extraction.judge(page)
+            r.link_scores = self._extraction.score_links(page, ex.judgement.item)
         if self._warc is not None and (not too_large or self.settings.keep_truncated):
             known = r.lease.entry.known
             revisit = revisit_for(recrawl_outcome(r.status, known, r.sha256), known, r.lease.request_url, ex.body)

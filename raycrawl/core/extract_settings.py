@@ -24,6 +24,7 @@ class ExtractSettings:
     contract: ContentContract = field(default_factory=ContentContract)
     extract_timeout: float = EXTRACT_TIMEOUT
     schema_version: str = "1"  # the operator's version of the items' schema, a column of every item
+    score_links: str | Callable[..., Any] | None = None  # score_links(page, item) -> float | {url: float}
 
     @property
     def extractor_name(self) -> str:

@@ -50,14 +50,14 @@ class LinkRouter:
         learned = (known or {}).get
         out: dict[int, PartitionShare] = {}
         n = self.partitions
-        for url, (depth, parent, chain, requested, kind) in candidates.items():
+        for url, (depth, parent, chain, requested, kind, link_score) in candidates.items():
             fp = fingerprint(url)
             p = partition_of(fp, n)
             share = out.get(p)
             if share is None:
                 share = out[p] = PartitionShare([], [])
             share.fingerprints.append(fp)
-            share.entries.append(UrlEntry(url, depth, parent, 0, chain, requested, kind, learned(url)))
+            share.entries.append(UrlEntry(url, depth, parent, 0, chain, requested, kind, learned(url), 0.0, link_score))
         return out
 
     def answered(self, partition: int, share: PartitionShare, answer: bytes) -> list[UrlEntry]:

@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from raycrawl.core.link_scores import score_of
 from raycrawl.core.records import EntryKind, FetchResult, Link
 from raycrawl.core.redirects import redirect_problem
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.traps import TrapRules
 from raycrawl.core.urls import canonicalize
 
-# url -> (depth, parent, redirect chain, spelling as written, kind) of the first link found to it
-Candidates = dict[str, tuple[int, str | None, tuple[str, ...], str | None, EntryKind]]
+# url -> (depth, parent, redirect chain, spelling as written, kind, link score) of the first link found to it
+Candidates = dict[str, tuple[int, str | None, tuple[str, ...], str | None, EntryKind, float]]
 MAX_SITEMAP_NESTING = 2  # robots.txt -> index -> sitemap is 1; an index in an index is 2; deeper is not followed
 
 
@@ -27,7 +28,7 @@ def seed_links(seeds: Iterable[str], tracking_params: tuple[str, ...]) -> list[L
     for requested in seeds:
         url = canonicalize(requested, tracking_params)
         if url is not None:
-            links.append((url, 0, None, (), requested if requested != url else None, "page"))
+            links.append((url, 0, None, (), requested if requested != url else None, "page", 0.0))
     return links
 
 
@@ -62,14 +63,18 @@ def children(result: FetchResult, max_depth: int | None, dropped: Counter[str]) 
         dropped["max_depth"] += len(result.outlinks)
         return []
     chain = (*result.lease.redirects, parent) if is_redirect else ()
-    spelt = result.spellings.get
-    return [(url, depth, parent, chain, spelt(url), kind) for url in result.outlinks]
+    spelt, scores = result.spellings.get, result.link_scores
+    if is_redirect:  # (a redirect's target keeps the score its own link had: the hop is not a page that spoke)
+        scores = result.lease.entry.link_score
+    if scores is None:
+        return [(url, depth, parent, chain, spelt(url), kind, 0.0) for url in result.outlinks]
+    return [(url, depth, parent, chain, spelt(url), kind, score_of(scores, url)) for url in result.outlinks]
 
 
 def screen(links: Iterable[Link], traps: TrapRules, scope: ScopePolicy, dropped: Counter[str]) -> Candidates:
     """The links no trap rule rejects and the scope allows, the first one found for each URL."""
     candidates: Candidates = {}
-    for url, depth, parent, chain, requested, kind in links:
+    for url, depth, parent, chain, requested, kind, link_score in links:
         if url in candidates:
             continue
         trap = traps.rejects(url)
@@ -78,5 +83,5 @@ def screen(links: Iterable[Link], traps: TrapRules, scope: ScopePolicy, dropped:
         elif not scope.allows(url):
             dropped["out_of_scope"] += 1
         else:
-            candidates[url] = (depth, parent, chain, requested, kind)
+            candidates[url] = (depth, parent, chain, requested, kind, link_score)
     return candidates

@@ -28,6 +28,7 @@ class Page:
     parent: str | None = None
     content_type: str | None = None  # the Content-Type header as sent
     rendered: bool = False  # the body is the rendered DOM (--render)
+    links: tuple[str, ...] = ()  # its links, canonical, in document order (what score_links may key scores by)
     _text: str | None = field(default=None, repr=False)
     _tree: LexborHTMLParser | None = field(default=None, repr=False)
 

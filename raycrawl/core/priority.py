@@ -1,9 +1,11 @@
 """A URL's priority: a score, higher first -- from its depth, the operator's rules, and a function from Python.
 
     score = base + the weights of every rule whose pattern matches the URL + what its sitemap says of it
+            + the score the page that linked to it gave it
     base  = score(url, depth) when CrawlConfig(score=...) gives a function, else -depth (breadth-first)
 
-(a sitemap's ``<priority>`` and ``<lastmod>``: under one depth level, see core/sitemap_hints.py). A host's sitemap
+(a sitemap's ``<priority>`` and ``<lastmod>``: under one depth level, see core/sitemap_hints.py; a page's
+``score_links``: see core/link_scores.py). A host's sitemap
 files go before its pages, whatever the scores: they list its pages and say which matter.
 
 Rules are ``PATTERN=WEIGHT`` (a regular expression searched in the URL, and a number): from TOML
@@ -35,7 +37,7 @@ def by_depth(entry: UrlEntry) -> float:
     come first served."""
     if entry.kind != "page":
         return SITEMAPS_FIRST
-    return entry.depth - entry.hint
+    return entry.depth - entry.hint - entry.link_score
 
 
 def parse_rule(text: str) -> tuple[str, float]:
@@ -61,14 +63,16 @@ def parse_rule(text: str) -> tuple[str, float]:
 class Priority:
     rules: tuple[tuple[str, float], ...] = ()
     score: UserScore | None = None
+    links_scored: bool = False  # the crawl has a score_links function: scores say more than depth
 
     @classmethod
-    def of(cls, rules: Iterable[str], score: UserScore | None = None) -> Priority:
-        return cls(tuple(parse_rule(rule) for rule in rules), score)
+    def of(cls, rules: Iterable[str], score: UserScore | None = None, links_scored: bool = False) -> Priority:
+        return cls(tuple(parse_rule(rule) for rule in rules), score, links_scored)
 
     def frontier_key(self) -> FrontierKey:
-        """The frontier's key for an entry (lower first). Without rules or a function: by_depth, as fast as before."""
-        if not self.rules and self.score is None:
+        """The frontier's key for an entry (lower first). Without rules or functions: by_depth, as fast as before
+        (the frontier ranks hosts by their best URL only when the key is not by_depth)."""
+        if not self.rules and self.score is None and not self.links_scored:
             return by_depth
         compiled = [(re.compile(pattern).search, weight) for pattern, weight in self.rules]
         user = self.score
@@ -86,7 +90,7 @@ class Priority:
                 if not math.isfinite(value):
                     _warn_once(f"the score function gave {value} for {entry.url[:200]}")
                     value = -float(entry.depth)
-            value += entry.hint
+            value += entry.hint + entry.link_score
             for search, weight in compiled:
                 if search(entry.url) is not None:
                     value += weight

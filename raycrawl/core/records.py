@@ -89,9 +89,9 @@ class Known:
         return cls(*row)
 
 
-# url (canonical), depth, parent, the redirect chain that led to it, the URL as written (None: as canonical), and
-# what it is to be fetched as
-Link = tuple[str, int, "str | None", tuple[str, ...], "str | None", EntryKind]
+# url (canonical), depth, parent, the redirect chain that led to it, the URL as written (None: as canonical), what
+# it is to be fetched as, and the score its page gave it (score_links: core/link_scores.py; 0.0 without)
+Link = tuple[str, int, "str | None", tuple[str, ...], "str | None", EntryKind, float]
 
 
 @compact_pickle
@@ -110,6 +110,7 @@ class UrlEntry:
     kind: EntryKind = "page"
     known: Known | None = None  # a recrawl's URL: what the earlier crawl learned about it
     hint: float = 0.0  # added to its score by what a sitemap says of it (core/sitemap_hints.py)
+    link_score: float = 0.0  # ... and by what the page that linked to it said (score_links: core/link_scores.py)
 
     @property
     def request_url(self) -> str:
@@ -118,6 +119,9 @@ class UrlEntry:
 
     def to_row(self) -> list[Any]:
         row: list[Any] = [self.url, self.depth, self.parent, self.attempts]
+        if self.link_score:
+            known = self.known.to_row() if self.known is not None else None
+            return [*row, list(self.redirects), self.requested, self.kind, known, self.hint, self.link_score]
         if self.hint:
             known = self.known.to_row() if self.known is not None else None
             return [*row, list(self.redirects), self.requested, self.kind, known, self.hint]
@@ -137,7 +141,8 @@ class UrlEntry:
         kind: EntryKind = rest[2] if len(rest) > 2 else "page"
         known = Known.from_row(rest[3]) if len(rest) > 3 and rest[3] is not None else None
         hint = float(rest[4]) if len(rest) > 4 else 0.0
-        return cls(url, depth, parent, attempts, redirects, requested, kind, known, hint)
+        link_score = float(rest[5]) if len(rest) > 5 else 0.0
+        return cls(url, depth, parent, attempts, redirects, requested, kind, known, hint, link_score)
 
 
 @compact_pickle
@@ -233,6 +238,9 @@ class FetchResult:
     verdict_reason: str | None = None
     verdict_rule: str | None = None
     item: WarcSpan | None = None
+    # With score_links (issue 48): what the page said its links are worth -- one score for all of them, or one per
+    # canonical link URL (the others 0) -- added to their frontier scores (core/link_scores.py)
+    link_scores: float | dict[str, float] | None = None
 
 
 @compact_pickle

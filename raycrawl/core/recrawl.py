@@ -31,7 +31,7 @@ def recrawl_links(records: Iterable[dict[str, Any]]) -> tuple[list[Link], dict[s
         taken.add(url)
         requested = record.get("requested_url")
         depth = record.get("depth")
-        links.append((url, depth if isinstance(depth, int) else 0, None, (), _other(requested, url), "page"))
+        links.append((url, depth if isinstance(depth, int) else 0, None, (), _other(requested, url), "page", 0.0))
         status = record.get("status")
         if outcome in CAPTURED_OUTCOMES or (outcome == "fetched" and isinstance(status, int) and 200 <= status < 300):
             known[url] = known_of(record)

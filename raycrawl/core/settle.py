@@ -14,7 +14,7 @@ from typing import Any
 from raycrawl.core.frontier import HOST_BUDGET, AckReply
 from raycrawl.core.outlinks import children, unfollowed_redirect
 from raycrawl.core.pages import error_kind, fault_record, fetch_record, terminal_record
-from raycrawl.core.records import FetchResult, Link, Terminal, WarcSpan
+from raycrawl.core.records import FETCH_OUTCOMES, FetchResult, Link, Terminal, WarcSpan
 from raycrawl.core.stats import CrawlStats
 
 
@@ -93,6 +93,8 @@ def page_record(result: FetchResult, rules: RecordRules, stats: CrawlStats, link
         result.fault, page_links = type(exc).__name__, []
     links.extend(page_links)
     stats.outcomes[record["outcome"]] += 1
+    if rules.extracting and record["outcome"] in FETCH_OUTCOMES:
+        stats.note_page(result.verdict == "accepted")
     stats.statuses[str(result.status) if result.status is not None else error_kind(record["error"])] += 1
     stats.bytes += result.size
     stats.fetch_nodes[result.node] += 1

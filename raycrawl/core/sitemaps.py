@@ -273,7 +273,7 @@ def sitemap_links(urls: Iterable[str], parent: str) -> list[Link]:
     for written in urls:
         url, requested = canonicalize(written), request_form(written)
         if url is not None and url not in links:
-            links[url] = (url, 0, parent, (), requested if requested != url else None, "sitemap")
+            links[url] = (url, 0, parent, (), requested if requested != url else None, "sitemap", 0.0)
     return list(links.values())
 
 

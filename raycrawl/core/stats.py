@@ -8,6 +8,10 @@ from typing import Any
 
 from raycrawl.core.records import FETCH_OUTCOMES
 
+# The pages the recent harvest rate is taken over: a focused crawl's steering shows there long before it moves the
+# rate since the start (which the first, unsteered pages weigh down for the whole crawl).
+HARVEST_WINDOW = 100
+
 
 @dataclass
 class CrawlStats:
@@ -27,6 +31,9 @@ class CrawlStats:
     verdicts: Counter[str] = field(default_factory=Counter)  # pages by their extraction verdict (core/contract.py)
     verdict_rules: Counter[str] = field(default_factory=Counter)  # "rejected: required:title" ...: what said no
     revisit_lag: float = 0.0  # the latest a revisit was sent after its due time, in seconds (a maximum, not a sum)
+    # With an extractor: the last HARVEST_WINDOW pages fetched, oldest first, "1" for each accepted and "0" for each
+    # other (a string: it goes to checkpoints as it is, and a shard's reach the coordinator in the order settled)
+    recent: str = ""
 
     @property
     def pages_fetched(self) -> int:
@@ -40,6 +47,15 @@ class CrawlStats:
     def harvest_rate(self) -> float:
         """Accepted pages per page fetched (what a data crawl is judged by, not pages attempted)."""
         return self.accepted / self.pages_fetched if self.pages_fetched else 0.0
+
+    def note_page(self, accepted: bool) -> None:
+        """One more page fetched, with an extractor (``recent``)."""
+        self.recent = (self.recent + ("1" if accepted else "0"))[-HARVEST_WINDOW:]
+
+    @property
+    def recent_harvest_rate(self) -> float:
+        """Accepted pages per page fetched over the last HARVEST_WINDOW (fewer at the start)."""
+        return self.recent.count("1") / len(self.recent) if self.recent else 0.0
 
     @property
     def records(self) -> int:
@@ -63,6 +79,7 @@ class CrawlStats:
             "seeds": self.seeds,
             "peak_tasks_in_flight": self.peak_tasks_in_flight,
             "revisit_lag": self.revisit_lag,
+            "recent": self.recent,
         }
 
     @classmethod
@@ -78,6 +95,7 @@ class CrawlStats:
         for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds", "peak_tasks_in_flight"):
             setattr(stats, name, d[name])
         stats.revisit_lag = d.get("revisit_lag", 0.0)
+        stats.recent = d.get("recent", "")
         return stats
 
     def add(self, other: CrawlStats) -> None:
@@ -87,6 +105,8 @@ class CrawlStats:
         for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.revisit_lag = max(self.revisit_lag, other.revisit_lag)
+        if other.recent:
+            self.recent = (self.recent + other.recent)[-HARVEST_WINDOW:]
 
     def count_task(self, urls: int) -> None:
         self.tasks += 1
@@ -115,4 +135,11 @@ class CrawlStats:
             "verdict_rules": dict(self.verdict_rules),
             "accepted": self.accepted,
             "harvest_rate": round(self.harvest_rate, 4),
+            **self.harvest_recent(),
         }
+
+    def harvest_recent(self) -> dict[str, Any]:
+        """The recent harvest rate, and over how many pages (with an extractor: else nothing)."""
+        if not self.recent:
+            return {}
+        return {"harvest_rate_recent": round(self.recent_harvest_rate, 4), "harvest_window": len(self.recent)}

@@ -27,6 +27,8 @@ Fault profiles, one per host (``WebSpec.profiles``), for politeness and robustne
 - ``scripted`` / ``scripted-spin``: shells whose links only their script writes, and a page that never settles:
   see ``testing/scripted.py``.
 - ``articles``: an index of articles with known data among boilerplate, and short pages (testing/articles.py).
+- ``topics``: pages on two topics linked mostly within their topic, across every ``topics`` host, the wanted topic a
+  minority: a focused crawl's test web (testing/topics.py).
 - ``mirror``: every page is host 0's page of the same path, byte for byte (duplicate payloads under other URLs).
 - ``odd`` / ``odd-cut-robots``: raw bytes no well-behaved library would send, connections reset mid-body, a robots.txt
   with a BOM and a prefix group, links to be requested as written: see ``testing/odd.py``. When a client cuts a
@@ -49,6 +51,7 @@ from typing import IO
 
 from raycrawl.testing import articles, changing, hostile, odd, scripted, sitemapweb, versioned
 from raycrawl.testing.graph import WebGraph, WebSpec
+from raycrawl.testing.topics import TopicalWeb
 
 MAX_HEADER_BYTES = 16 * 1024
 
@@ -63,6 +66,7 @@ class TestWebServer:
         self.graph = WebGraph(spec, 0)
         self._ip_to_host = {self.graph.ip(h): h for h in range(spec.hosts)}
         self._page_requests: dict[int, int] = {}
+        self._topics: TopicalWeb | None = None
         self.started = time.time()
 
     def route(
@@ -76,6 +80,8 @@ class TestWebServer:
         path = path.split("?", 1)[0]
         if profile == "articles" and path != "/robots.txt":
             return (*articles.route(path, self.graph.ip(host), self.spec.pages_per_host), 0.0)
+        if profile == "topics" and path != "/robots.txt":
+            return (*self._topical().route(path, self.graph.ip(host)), 0.0)
         if profile == "sitemap":
             netloc, outside = self.graph.netloc(host), self.spec.canary or "127.0.0.1:9"
             if path == "/robots.txt":
@@ -131,6 +137,13 @@ class TestWebServer:
             body = self.graph.html(0 if profile == "mirror" else host, page)
             return 200, [("Content-Type", "text/html; charset=utf-8")], body, wait
         return 404, [], b"not found\n", wait
+
+    def _topical(self) -> TopicalWeb:
+        """The "topics" hosts' web (made on first use: its links need the port the server bound)."""
+        if self._topics is None or self._topics.port != self.graph.port:
+            ips = [self.graph.ip(h) for h in range(self.spec.hosts) if self.spec.profile(h) == "topics"]
+            self._topics = TopicalWeb(ips, self.graph.port, self.spec.pages_per_host)
+        return self._topics
 
     def _robots(
         self, host: int, path: str, profile: str, kind: str, arg: str
