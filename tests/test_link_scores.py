@@ -115,9 +115,9 @@ def _hangs(page: object, item: object) -> float:
 def test_a_scorer_that_fails_hangs_or_answers_nonsense_leaves_the_links_unscored(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from raycrawl.adapters import extraction
+    from raycrawl.core import say_once
 
-    extraction._warned.clear()
+    say_once.said.discard("score_links")
     assert _scored(lambda page, item: {page.links[1]: item["t"] * 2}) == {LINKS[1]: 2.0}
     assert _scored(lambda page, item: 1 / 0) is None
     assert _scored(lambda page, item: "high") is None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import signal
-import sys
 import threading
 from collections.abc import Callable, Mapping
 from types import FrameType
@@ -26,6 +25,7 @@ from raycrawl.core.link_scores import LinkScorer, LinkScores, checked
 from raycrawl.core.page import Page
 from raycrawl.core.records import FetchResult
 from raycrawl.core.render_jobs import RenderOutcome
+from raycrawl.core.say_once import say_once
 
 BUILTINS: dict[str, Extractor] = {"article": article, "meta": meta}
 BUILTIN_NEEDS = {"builtin:article": "trafilatura"}  # the library a built-in imports when it first runs
@@ -166,14 +166,8 @@ class Extraction:
         return None
 
 
-_warned: set[str] = set()
-
-
 def _warn_once(message: str) -> None:
-    """Said once per worker process (its output reaches the driver's log): the links then go unscored."""
-    if "score_links" not in _warned:
-        _warned.add("score_links")
-        print(f"raycrawl: {message}; such pages' links go unscored", file=sys.stderr, flush=True)
+    say_once("score_links", f"{message}; such pages' links go unscored")
 
 
 T = TypeVar("T")

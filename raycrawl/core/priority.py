@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from raycrawl.core.records import UrlEntry
+from raycrawl.core.say_once import say_once
 
 UserScore = Callable[[str, int], float]  # (canonical URL, depth) -> score, higher first
 FrontierKey = Callable[[UrlEntry], float]  # lower first
@@ -99,11 +99,5 @@ class Priority:
         return key
 
 
-_warned: set[str] = set()
-
-
 def _warn_once(message: str) -> None:
-    """Said once per process (a shard's output reaches the driver's log): then those URLs go by depth."""
-    if "score" not in _warned:
-        _warned.add("score")
-        print(f"raycrawl: {message}; such URLs are scored by depth", file=sys.stderr, flush=True)
+    say_once("score", f"{message}; such URLs are scored by depth")
