@@ -1,5 +1,5 @@
-"""The import rule of docs/architecture.md: core/ is pure (no ray, no HTTP client, no redis); adapters/ never
-import ray; and no import inside the package runs up a layer."""
+"""The import rule of docs/architecture.md: core/ is pure (no ray, no HTTP client, no redis; no print, clock or open
+of its own); adapters/ never import ray; and no import inside the package runs up a layer."""
 
 from __future__ import annotations
 
@@ -88,4 +88,49 @@ def test_the_rule_sees_an_upward_import(tmp_path: Path) -> None:
     assert upward_imports(tmp_path / "raycrawl") == [
         "raycrawl.actors.bad (actors) imports raycrawl (top)",
         "raycrawl.core.bad (core) imports raycrawl.config (foundation)",
+    ]
+
+
+# What core/ never calls: it says nothing (a print), reads no clock (a clock is injected) and opens no file (storage
+# is an adapter behind a Protocol). Names as called: ``print(...)``, ``time.time()``, ``open(...)`` ...
+IMPURE_CALLS = {"print", "open", "time.time", "time.monotonic", "time.perf_counter", "time.sleep", "datetime.now",
+                "datetime.datetime.now", "input"}  # fmt: skip
+
+
+def called_name(node: ast.Call) -> str | None:
+    parts: list[str] = []
+    target: ast.expr = node.func
+    while isinstance(target, ast.Attribute):
+        parts.append(target.attr)
+        target = target.value
+    if not isinstance(target, ast.Name):
+        return None
+    return ".".join([target.id, *reversed(parts)])
+
+
+def impure_calls(package: Path) -> list[str]:
+    found = []
+    for path in sorted((package / "core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and called_name(node) in IMPURE_CALLS:
+                found.append(f"{path.relative_to(package)}:{node.lineno} calls {called_name(node)}()")
+    return found
+
+
+def test_core_prints_nothing_reads_no_clock_and_opens_no_file() -> None:
+    assert impure_calls(PACKAGE) == []
+
+
+def test_the_purity_rule_sees_a_print_a_clock_and_an_open(tmp_path: Path) -> None:
+    core = tmp_path / "raycrawl" / "core"
+    core.mkdir(parents=True)
+    (core / "bad.py").write_text(
+        "import time\nfrom datetime import datetime\n\ndef f(clock=time.time):\n    print('x')\n"
+        "    return time.monotonic(), open('f'), datetime.now(), clock()\n"
+    )
+    assert impure_calls(tmp_path / "raycrawl") == [
+        "core/bad.py:5 calls print()",
+        "core/bad.py:6 calls time.monotonic()",
+        "core/bad.py:6 calls open()",
+        "core/bad.py:6 calls datetime.now()",
     ]

@@ -115,7 +115,7 @@ def _hangs(page: object, item: object) -> float:
 def test_a_scorer_that_fails_hangs_or_answers_nonsense_leaves_the_links_unscored(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from raycrawl.core import say_once
+    from raycrawl.adapters import say_once
 
     say_once.said.discard("score_links")
     assert _scored(lambda page, item: {page.links[1]: item["t"] * 2}) == {LINKS[1]: 2.0}

@@ -10,6 +10,7 @@ held until the coordinator has rebuilt it (``set_partition``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import zlib
@@ -23,6 +24,7 @@ from raycrawl.actors.politeness_registry import budget_client
 from raycrawl.adapters.lmdb_queue import private_store
 from raycrawl.adapters.output import PagesBuffer
 from raycrawl.adapters.queue_segments import BaseWriter, QueueSegments, replay_files
+from raycrawl.adapters.say_once import say_once
 from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.core.crawl_loop import ShardSummary
@@ -50,7 +52,8 @@ class FrontierShardActor:
             writer = BaseWriter(os.path.dirname(self._store.path), self._storage)
             self._segments = QueueSegments(self._storage, shard_id, logged, writer)
         budget = budget_client(setup.shared_politeness, setup.crawl_id)  # (core/host_budget.py; None: not shared)
-        self._work = ShardWork(shard_id, setup, self._pages.write, store=store, budget=budget)
+        warn = functools.partial(say_once, "score")  # (the score function's failures: once per shard process)
+        self._work = ShardWork(shard_id, setup, self._pages.write, store=store, budget=budget, warn=warn)
         self._peers: list[Any] = []
         self._partitions: list[Any] = []
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from types import FrameType
 from typing import Any, TypeVar
 
+from raycrawl.adapters.say_once import say_once
 from raycrawl.core.article import article
 from raycrawl.core.contract import Accept, ContentContract, Extractor, Judgement, judge
 from raycrawl.core.extract_settings import ExtractSettings, field_table
@@ -25,7 +26,6 @@ from raycrawl.core.link_scores import LinkScorer, LinkScores, checked
 from raycrawl.core.page import Page
 from raycrawl.core.records import FetchResult
 from raycrawl.core.render_jobs import RenderOutcome
-from raycrawl.core.say_once import say_once
 
 BUILTINS: dict[str, Extractor] = {"article": article, "meta": meta}
 BUILTIN_NEEDS = {"builtin:article": "trafilatura"}  # the library a built-in imports when it first runs

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -98,10 +97,10 @@ def terminal_record(terminal: Terminal, now: float) -> dict[str, Any]:
     return record
 
 
-def fault_record(result: FetchResult, exc: BaseException) -> dict[str, Any]:
+def fault_record(result: FetchResult, exc: BaseException, now: float) -> dict[str, Any]:
     """The record of a URL whose result could not be turned into one (the per-URL fault boundary's last resort):
     an ``error`` that names the exception, with only what is certain about the URL."""
-    record = terminal_record(Terminal(result.lease.entry, "error", describe_exception(exc)), time.time())
+    record = terminal_record(Terminal(result.lease.entry, "error", describe_exception(exc)), now)
     record["status"] = result.status if isinstance(result.status, int) else None
     record["attempts"] = result.lease.attempts + 1  # (the fetch that came back was an attempt)
     return record

@@ -23,10 +23,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from raycrawl.core.records import UrlEntry
-from raycrawl.core.say_once import say_once
 
 UserScore = Callable[[str, int], float]  # (canonical URL, depth) -> score, higher first
 FrontierKey = Callable[[UrlEntry], float]  # lower first
+Warn = Callable[[str], None]  # how a failure of the operator's function is said (the shard's actor: once, in its log)
+
+
+def _silent(message: str) -> None:
+    pass
 
 
 SITEMAPS_FIRST = -1e18  # a sitemap's key (lower first): before any page of its host
@@ -69,7 +73,7 @@ class Priority:
     def of(cls, rules: Iterable[str], score: UserScore | None = None, links_scored: bool = False) -> Priority:
         return cls(tuple(parse_rule(rule) for rule in rules), score, links_scored)
 
-    def frontier_key(self) -> FrontierKey:
+    def frontier_key(self, warn: Warn = _silent) -> FrontierKey:
         """The frontier's key for an entry (lower first). Without rules or functions: by_depth, as fast as before
         (the frontier ranks hosts by their best URL only when the key is not by_depth)."""
         if not self.rules and self.score is None and not self.links_scored:
@@ -85,10 +89,11 @@ class Priority:
                 try:
                     value = float(user(entry.url, entry.depth))
                 except Exception as exc:  # (the operator's code: a URL it cannot score is scored by depth)
-                    _warn_once(f"the score function failed on {entry.url[:200]} ({type(exc).__name__}: {exc})")
+                    warn(f"the score function failed on {entry.url[:200]} ({type(exc).__name__}: {exc}); such URLs"
+                         " are scored by depth")  # fmt: skip
                     value = -float(entry.depth)
                 if not math.isfinite(value):
-                    _warn_once(f"the score function gave {value} for {entry.url[:200]}")
+                    warn(f"the score function gave {value} for {entry.url[:200]}; such URLs are scored by depth")
                     value = -float(entry.depth)
             value += entry.hint + entry.link_score
             for search, weight in compiled:
@@ -97,7 +102,3 @@ class Priority:
             return -value
 
         return key
-
-
-def _warn_once(message: str) -> None:
-    say_once("score", f"{message}; such URLs are scored by depth")

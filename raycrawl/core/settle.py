@@ -38,8 +38,11 @@ class Settled:
     visits: list[tuple[FetchResult, dict[str, Any]]] = field(default_factory=list)  # page results and their records
 
 
-def settle(results: list[FetchResult], reply: AckReply, rules: RecordRules, stats: CrawlStats, out: Settled) -> None:
-    """Records and links of the results the shard's ack ``reply`` accepted, counted in ``stats``, into ``out``."""
+def settle(
+    results: list[FetchResult], reply: AckReply, rules: RecordRules, stats: CrawlStats, out: Settled, now: float
+) -> None:
+    """Records and links of the results the shard's ack ``reply`` accepted, counted in ``stats``, into ``out``
+    (``now``: the shard's clock, the time of a record the fault boundary has to make)."""
     stale, retried = set(reply.stale), set(reply.retried)
     for result in results:
         lease_id = result.lease.lease_id
@@ -62,14 +65,16 @@ def settle(results: list[FetchResult], reply: AckReply, rules: RecordRules, stat
         elif result.lease.kind == "robots":
             stats.robots_fetches += 1
         else:
-            record = page_record(result, rules, stats, out.links)
+            record = page_record(result, rules, stats, out.links, now)
             out.records.append(record)
             out.visits.append((result, record))
             if result.status is not None and result.elapsed_ms:
                 out.latencies.append(result.elapsed_ms / 1000)
 
 
-def page_record(result: FetchResult, rules: RecordRules, stats: CrawlStats, links: list[Link]) -> dict[str, Any]:
+def page_record(
+    result: FetchResult, rules: RecordRules, stats: CrawlStats, links: list[Link], now: float
+) -> dict[str, Any]:
     """A fetched URL's record, its counters, and its links added to ``links``."""
     try:
         record = fetch_record(result)
@@ -89,7 +94,7 @@ def page_record(result: FetchResult, rules: RecordRules, stats: CrawlStats, link
                 result.outlinks = []
         page_links = children(result, rules.max_depth, stats.dropped)
     except Exception as exc:
-        record = fault_record(result, exc)
+        record = fault_record(result, exc, now)
         result.fault, page_links = type(exc).__name__, []
     links.extend(page_links)
     stats.outcomes[record["outcome"]] += 1

@@ -28,7 +28,7 @@ from raycrawl.core.host_budget import BudgetClient
 from raycrawl.core.link_routing import LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen
 from raycrawl.core.parts import WarcLedger
-from raycrawl.core.priority import Priority
+from raycrawl.core.priority import Priority, Warn
 from raycrawl.core.proxy_routes import ProxyPlan, ProxyRouter
 from raycrawl.core.queue_store import QueueStore
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry, WarcSpan, ack_of
@@ -87,10 +87,13 @@ class ShardWork:
         clock: Callable[[], float] = time.time,
         store: QueueStore | None = None,
         budget: BudgetClient | None = None,
+        warn: Warn | None = None,
     ) -> None:
+        """``warn``: how the operator's score function's failures are said (by default, not at all)."""
         self.shard_id = shard_id
         self.setup = setup
-        self.frontier = FrontierShard(shard_id, setup.frontier, setup.priority.frontier_key(), clock, store, budget)
+        key = setup.priority.frontier_key(warn) if warn is not None else setup.priority.frontier_key()
+        self.frontier = FrontierShard(shard_id, setup.frontier, key, clock, store, budget)
         self.router = LinkRouter(shard_id, setup.shards, setup.partitions)
         self.scope = ScopePolicy(setup.scope, setup.seeds, setup.allow, setup.deny)
         self.proxies = ProxyRouter(setup.proxies, clock) if setup.proxies.used else None
@@ -176,7 +179,7 @@ class ShardWork:
             results = [r for r in results if not r.unsent]
         reply = self.frontier.ack([ack_of(r) for r in results])
         out = Settled()
-        settle(results, reply, self.setup.records, self._stats, out)
+        settle(results, reply, self.setup.records, self._stats, out, self._clock())
         self._ledger.keep(out.kept)
         for node in out.seen_nodes:
             self._ledger.saw(node)

@@ -1,5 +1,6 @@
 """A warning said once per process about the operator's code (a score function, score_links): it would otherwise
-repeat for every URL or page it fails on. A shard's or a worker's stderr reaches the driver's log."""
+repeat for every URL or page it fails on. A shard's or a worker's stderr reaches the driver's log. (Not in core/,
+which says nothing itself: core code is handed a function to warn with.)"""
 
 from __future__ import annotations
 
