@@ -1,5 +1,5 @@
 """A separate Python process that operates a running crawl by its id, as a notebook would (``Crawl.attach``), for
-tests/test_operate.py. Prints one JSON line of what it saw and when.
+tests/e2e/test_operate.py. Prints one JSON line of what it saw and when.
 
     python tests/attach_client.py steer CRAWL_ID ADDRESS PAUSED_HOST SLOW_HOST SEED
     python tests/attach_client.py stop CRAWL_ID ADDRESS

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +28,49 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 # The S3 server tests start takes these credentials; set before any Ray starts, so its workers have them too.
 for _key, _value in __import__("raycrawl.testing.s3", fromlist=["TEST_CREDENTIALS"]).TEST_CREDENTIALS.items():
     os.environ.setdefault(_key, _value)
+
+
+REPO = Path(__file__).resolve().parent.parent  # the repository's root (tests/unit/... and tests/e2e/ are below)
+DASHBOARD = REPO / "dashboards" / "raycrawl-grafana.json"
+SERIES = re.compile(r"\braycrawl_[a-z_]+")
+
+
+def dashboard() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return data
+
+
+def dashboard_series() -> set[str]:
+    """Every series the Grafana dashboard queries (unit/actors/test_dashboard.py, e2e/test_cluster_nodes.py)."""
+    return {name for panel in dashboard()["panels"] for t in panel["targets"] for name in SERIES.findall(t["expr"])}
+
+
+# What starts a Ray (the ``ray`` marker): the module-scoped local Ray, a ``ray start`` head, ``ray.init`` or a crawl.
+STARTS_RAY = re.compile(r"\bray_local\b|\bRayHead\b|\bray\.init\(|\bCrawl\(|\brun\(cfg|raycrawl\.cli")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests under tests/e2e/ are marked ``e2e`` (they start Ray, servers or processes; tests/unit/ starts none:
+    ``pytest tests/unit`` is the fast lane), and those whose module starts a Ray are marked ``ray`` too
+    (``-m "not ray"`` leaves them out)."""
+    starts_ray: dict[Path, bool] = {}
+    for item in items:
+        path = Path(str(item.path))
+        if "e2e" in path.parts:
+            item.add_marker(pytest.mark.e2e)
+            if path not in starts_ray:
+                starts_ray[path] = bool(STARTS_RAY.search(path.read_text(encoding="utf-8")))
+            if starts_ray[path]:
+                item.add_marker(pytest.mark.ray)
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_start_no_ray(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The fast lane (``pytest tests/unit``): a test there that starts Ray fails -- it belongs in tests/e2e/."""
+    yield
+    if "unit" in Path(str(request.node.path)).parts:
+        ray = sys.modules.get("ray")
+        assert ray is None or not ray.is_initialized(), "a unit test started Ray: move it to tests/e2e/"
 
 
 def wait_until(condition: Any, timeout: float, what: str) -> None:

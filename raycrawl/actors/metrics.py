@@ -55,7 +55,7 @@ HISTOGRAMS = ("raycrawl_fetch_latency_seconds", "raycrawl_checkpoint_seconds")
 
 def exported_series() -> set[str]:
     """The series names these metrics have in Prometheus' format, as each node's metrics agent exports them
-    (dashboards/raycrawl-grafana.json may name only these: tests/test_dashboard.py)."""
+    (dashboards/raycrawl-grafana.json may name only these: tests/unit/actors/test_dashboard.py)."""
     names = {f"raycrawl_{name}" for name in GAUGES} | {"raycrawl_host_delay_seconds"}
     names |= {f"raycrawl_{name}" for name in PROXY_GAUGES}
     names |= {f"{name}_total" for name in COUNTERS}

@@ -5,7 +5,8 @@ as the per-host token buckets in Redis of the design we started from.
 Keys, under a prefix (one registry per prefix): ``{prefix}:h:{host}``, a hash of the host's ``last`` (when its
 delay counts from) and each crawl's ``d:{crawl}`` (its delay and when it asked) and ``c:{crawl}`` (its concurrency
 and when); ``{prefix}:o:{host}``, a sorted set of the reservations out (token -> expiry); ``{prefix}:token``, the
-last token. The rules are core/host_budget.py's, to the letter (tests/test_host_budget.py runs one scenario on both).
+last token. The rules are core/host_budget.py's, to the letter (tests/e2e/test_redis_budget.py runs one scenario on
+both).
 Times are the callers' (seconds since the epoch): the processes sharing a registry must agree on the time (NTP).
 A Redis that is a cluster would need the keys of one batch in one slot: not supported.
 """

@@ -1,6 +1,6 @@
 """Issue 34 on a local Ray: the cluster's politeness registry (a dead crawl's slots, a restart), and the budget kept
 in Redis shared by two crawls and a process that is not raycrawl. (Two crawls sharing the registry, submitted as
-jobs to a ``ray start --head`` cluster: tests/test_shared_politeness_jobs.py.)"""
+jobs to a ``ray start --head`` cluster: tests/e2e/test_shared_politeness_jobs.py.)"""
 
 from __future__ import annotations
 

@@ -8,14 +8,13 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from conftest import assert_each_url_once, page_requests
+from conftest import REPO, assert_each_url_once, page_requests
 from ray_cluster import RayHead
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
 
-REPO = Path(__file__).resolve().parent.parent
 DELAY = 0.05
 
 

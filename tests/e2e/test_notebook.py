@@ -3,7 +3,7 @@ and plot; and the copies in the repository are saved with outputs that this run 
 kinds of output), so a reader sees what they do without running them.
 
 To store fresh outputs after changing a notebook or what it prints: ``RAYCRAWL_REFRESH_NOTEBOOK=1 pytest
-tests/test_notebook.py``.
+tests/e2e/test_notebook.py``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 
 import nbformat
 import pytest
+from conftest import REPO
 from nbclient import NotebookClient
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = REPO / "examples"
 # What only raycrawl's own output may contain: no Ray log line, no warning about missing widgets.
 NOISE = re.compile(r"\b(INFO|WARNING|WARN)\b|ipywidgets|IProgress|_node_ip_address|Traceback")
 

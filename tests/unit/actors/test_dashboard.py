@@ -1,27 +1,12 @@
 """The Grafana dashboard (dashboards/raycrawl-grafana.json): a dashboard Grafana loads -- the fields its import
 needs, panels that do not overlap, every query with a datasource and a refId -- whose every query names a series
-raycrawl exports (actors/metrics.py; tests/test_cluster_nodes.py reads the same names from a live export)."""
+raycrawl exports (actors/metrics.py; tests/e2e/test_cluster_nodes.py reads the same names from a live export)."""
 
 from __future__ import annotations
 
-import json
-import re
-from pathlib import Path
-from typing import Any
+from conftest import dashboard, dashboard_series
 
 from raycrawl.actors.metrics import exported_series
-
-DASHBOARD = Path(__file__).resolve().parents[1] / "dashboards" / "raycrawl-grafana.json"
-SERIES = re.compile(r"\braycrawl_[a-z_]+")
-
-
-def dashboard() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(DASHBOARD.read_text())
-    return data
-
-
-def dashboard_series() -> set[str]:
-    return {name for panel in dashboard()["panels"] for t in panel["targets"] for name in SERIES.findall(t["expr"])}
 
 
 def test_the_dashboard_is_one_grafana_loads() -> None:

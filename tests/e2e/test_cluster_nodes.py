@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 import ray
-from conftest import assert_each_url_once, local_config, wait_until, warc_page_responses
+from conftest import assert_each_url_once, dashboard_series, local_config, wait_until, warc_page_responses
 from ray.cluster_utils import Cluster
-from test_dashboard import dashboard_series
 
 from raycrawl.actors.metrics import EXTRACTION_SERIES
 from raycrawl.api import Crawl

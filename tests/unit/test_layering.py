@@ -7,8 +7,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
-PACKAGE = Path(__file__).resolve().parent.parent / "raycrawl"
+PACKAGE = REPO / "raycrawl"
 FORBIDDEN = {"core": {"ray", "aiohttp", "httpx", "redis"}, "adapters": {"ray"}}
 
 # The layers, lowest first; a module may import modules of its own layer or below. Modules at the package's top

@@ -152,7 +152,7 @@ def test_exact_and_bloom_find_the_same_pages(tmp_path: Path) -> None:
 
 def test_loopback_is_not_reached_without_an_opt_in(tmp_path: Path) -> None:
     """Seeds on loopback are refused at start, naming the opt-in (links to such addresses met during a crawl are
-    refused by the address guard at connect time: tests/test_hostile.py's canary)."""
+    refused by the address guard at connect time: tests/e2e/test_hostile.py's canary)."""
     from raycrawl.api import Crawl
     from raycrawl.config import CrawlConfig
     from raycrawl.errors import SeedError

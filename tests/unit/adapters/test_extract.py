@@ -1,7 +1,7 @@
 """Issue 47, the parts without Ray: the page an extractor sees, the built-in metadata and CSS-field extractors, the
 content contract's verdicts, the extraction's time bound, and items as typed rows and Parquet parts (core/page.py,
 core/extractors.py, core/contract.py, core/items.py, adapters/extraction.py, adapters/items.py). A crawl that runs
-them: tests/test_items.py."""
+them: tests/e2e/test_items.py."""
 
 from __future__ import annotations
 

@@ -13,13 +13,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from conftest import wait_until
+from conftest import REPO, wait_until
 from ray_cluster import RayHead
 
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
 
-REPO = Path(__file__).resolve().parent.parent
 SPEC = WebSpec(hosts=5, pages_per_host=300, page_bytes=200, private_links=False, cross_host_links=0.0)
 DELAY = 0.2
 NEW_DELAY = 1.0

@@ -6,8 +6,9 @@ from pathlib import Path
 import jsonschema
 import ray
 import yaml
+from conftest import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 
 def test_cluster_yaml_validates_against_rays_schema() -> None:

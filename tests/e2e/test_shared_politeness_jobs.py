@@ -17,12 +17,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from conftest import wait_until
+from conftest import REPO, wait_until
 from ray_cluster import RayHead, process_table
 
 from raycrawl.testing import TestWeb, WebSpec
 
-REPO = Path(__file__).resolve().parent.parent
 SPEC = WebSpec(hosts=10, pages_per_host=40, page_bytes=200, private_links=False, cross_host_links=0.0)
 DELAY = 0.5
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
