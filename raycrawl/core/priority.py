@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from raycrawl.core.records import UrlEntry
+from raycrawl.core.rules import split_rule, url_pattern
 
 UserScore = Callable[[str, int], float]  # (canonical URL, depth) -> score, higher first
 FrontierKey = Callable[[UrlEntry], float]  # lower first
@@ -47,19 +48,14 @@ def by_depth(entry: UrlEntry) -> float:
 def parse_rule(text: str) -> tuple[str, float]:
     """``PATTERN=WEIGHT`` (split at the last ``=``: a pattern may hold one) -> (pattern, weight); ValueError says
     what is wrong."""
-    pattern, sep, weight = text.rpartition("=")
-    if not sep or not pattern:
-        raise ValueError(f"{text!r}: expected PATTERN=WEIGHT, e.g. /news/=5")
+    pattern, weight = split_rule(text, "PATTERN=WEIGHT", "/news/=5")
     try:
         value = float(weight)
     except ValueError:
         raise ValueError(f"{text!r}: the weight {weight!r} is not a number") from None
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):
         raise ValueError(f"{text!r}: the weight must be a finite number")
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"{text!r}: {pattern!r} is not a valid regular expression ({exc})") from None
+    url_pattern(text, pattern)
     return pattern, value
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from raycrawl.core.proxy_pool import SCHEMES, Outcome, ProxyPool, outcome_of, redact, userinfo_reparsed
+from raycrawl.core.rules import split_rule
 
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DIRECT = -1  # a lease's proxy when it goes direct
@@ -84,10 +85,8 @@ def redact_text(url: str) -> str:
 
 def parse_rule(rule: str) -> tuple[str, tuple[str, ...]]:
     """``PATTERN=TARGET`` as (pattern, targets): ``("none",)``, ``("pool",)`` or proxy URLs."""
-    pattern, sep, target = rule.partition("=")
+    pattern, target = split_rule(rule, "HOST_PATTERN=none|pool|PROXY_URL [PROXY_URL ...]", "*.example.com=pool", True)
     targets = tuple(target.split())
-    if not sep or not pattern.strip() or not targets:
-        raise ValueError(f"{rule!r}: expected HOST_PATTERN=none|pool|PROXY_URL [PROXY_URL ...]")
     if len(targets) > 1 and ("none" in targets or "pool" in targets):
         raise ValueError(f"{rule!r}: none and pool stand alone")
     for url in targets if targets[0] not in ("none", "pool") else ():

@@ -20,6 +20,8 @@ from typing import Literal
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
+from raycrawl.core.rules import split_rule, url_pattern
+
 RenderMode = Literal["always", "never", "auto"]
 MODES: tuple[RenderMode, ...] = ("always", "never", "auto")
 MAX_SHELL_TEXT = 200  # visible characters (whitespace collapsed) a shell has at most
@@ -59,13 +61,11 @@ class RenderRules:
 
 def parse_rule(rule: str) -> tuple[re.Pattern[str], RenderMode]:
     """``PATTERN=MODE`` (the last ``=`` splits: a URL pattern may hold one)."""
-    pattern, sep, mode = rule.rpartition("=")
-    if not sep or not pattern or mode not in MODES:
-        raise ValueError(f"{rule!r}: expected URL_PATTERN=always|never|auto")
-    try:
-        return re.compile(pattern), mode
-    except re.error as exc:
-        raise ValueError(f"{rule!r}: not a regular expression ({exc})") from None
+    form = "URL_PATTERN=always|never|auto"
+    pattern, mode = split_rule(rule, form, "/app/=always")
+    if mode not in MODES:
+        raise ValueError(f"{rule!r}: expected {form}, e.g. /app/=always")
+    return url_pattern(rule, pattern), mode
 
 
 @dataclass(frozen=True, slots=True)

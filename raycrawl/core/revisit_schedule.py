@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from raycrawl.core.rules import split_rule, url_pattern
+
 ScheduleKind = Literal["adaptive", "fixed"]
 Change = Literal["first", "changed", "unchanged"]
 
@@ -75,13 +77,8 @@ def format_duration(seconds: float) -> str:
 
 def parse_rule(text: str) -> tuple[str, float]:
     """``PATTERN=DURATION`` (split at the last ``=``) -> (pattern, seconds); ValueError says what is wrong."""
-    pattern, sep, duration = text.rpartition("=")
-    if not sep or not pattern:
-        raise ValueError(f"{text!r}: expected PATTERN=DURATION, e.g. /news/=1h")
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"{text!r}: {pattern!r} is not a valid regular expression ({exc})") from None
+    pattern, duration = split_rule(text, "PATTERN=DURATION", "/news/=1h")
+    url_pattern(text, pattern)
     return pattern, parse_duration(duration)
 
 
