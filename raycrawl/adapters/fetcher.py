@@ -42,13 +42,14 @@ from yarl import URL
 from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver
 from raycrawl.adapters.egress import Egress, ProxyAuthRefused, ProxyUnreachable
 from raycrawl.adapters.extraction import Extraction, page_of
+from raycrawl.adapters.fetch_errors import RedirectFailed, fetch_error
 from raycrawl.adapters.items import ItemSink
 from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
 from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.captures import Capture, Claim, payload_key
 from raycrawl.core.clean import clean_text, describe_exception
 from raycrawl.core.contract import Judgement
-from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS, BoundedDecoder, DecodingError
+from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS, BoundedDecoder
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
 from raycrawl.core.items import ItemLine
@@ -93,10 +94,6 @@ def responder_from_env(environ: Mapping[str, str] = os.environ) -> Responder | N
     module, _, factory = named.partition(":")
     made: Responder | None = getattr(importlib.import_module(module), factory)()
     return made
-
-
-class RedirectFailed(ValueError):
-    """A robots.txt redirect hop without a Location that can be followed."""
 
 
 @dataclass(slots=True)
@@ -316,20 +313,8 @@ class Fetcher:
                     if target is None:  # a hop that cannot be followed: robots.txt is unreachable, not absent
                         raise RedirectFailed(f"redirect from {url} has no usable Location")
                     url = target
-        except aiohttp.ClientHttpProxyError:  # the proxy refused the tunnel (407: our credentials; 5xx: the target)
-            r.error, r.transient = "ClientHttpProxyError", True
-        except aiohttp.ClientResponseError as exc:  # a response aiohttp's parser refuses: the same next time
-            r.error, r.transient = describe_exception(exc), False
-        except aiohttp.ClientError as exc:  # (aiohttp's connect and read timeouts are TimeoutErrors too)
-            r.error, r.transient = type(exc).__name__, not isinstance(exc, ValueError)  # (InvalidURL is)
-        except TimeoutError:  # (an OSError: before that clause)
-            r.error, r.transient = f"Deadline: not done in {s.fetch_deadline:g} s", True
-        except (OSError, ValueError, BlockedAddress) as exc:
-            r.error = type(exc).__name__ if not isinstance(exc, DecodingError) else describe_exception(exc)
-            # (a failed robots.txt hop may work later: asked again, as for any unreachable robots.txt)
-            r.transient = isinstance(exc, RedirectFailed) or not isinstance(exc, ValueError | BlockedAddress)
-        except Exception as exc:  # anything else a server's bytes provoke: this URL's error, nothing more
-            r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
+        except Exception as exc:  # (one map: adapters/fetch_errors.py)
+            r.error, r.transient, r.fault = fetch_error(exc, s.fetch_deadline)
         # The exchange is over (last byte read, or the connection cut): politeness counts from here, so a server
         # that spent its deadline dripping a body does not see the next request the moment it is cut.
         r.ended_at = time.time()

@@ -214,14 +214,26 @@ def _crawl_delay(value: str) -> float | None:
     return delay if delay >= 0 and delay == delay and delay != float("inf") else None
 
 
+@dataclass(slots=True)
+class _GroupRules:
+    """The rules and crawl-delay read for one side: our token's groups, or the ``*`` groups."""
+
+    rules: list[tuple[bool, str]] = field(default_factory=list)
+    delay: float | None = None
+
+    def take(self, key: str, value: str) -> None:
+        if key == "crawl-delay":
+            if self.delay is None:  # (the first usable one counts)
+                self.delay = _crawl_delay(value)
+        elif value:  # (an empty rule matches nothing: RFC 9309 2.2.2)
+            self.rules.append((key == "allow", normalize_escapes(value)))
+
+
 def parse_robots(body: bytes, token: str, limits: RobotsLimits | None = None) -> RobotsGroup:
     """The rules of ``body`` (a robots.txt) that apply to the product ``token``."""
     limits = limits or RobotsLimits()
     token = token.lower()
-    specific: list[tuple[bool, str]] = []
-    general: list[tuple[bool, str]] = []
-    specific_delay: float | None = None
-    general_delay: float | None = None
+    specific, general = _GroupRules(), _GroupRules()
     found_specific = False
     agents: list[str] = []  # the user agents of the group being read
     in_rules = False  # a rule has been read since the last user-agent line: the next one starts a group
@@ -237,30 +249,14 @@ def parse_robots(body: bytes, token: str, limits: RobotsLimits | None = None) ->
             if name:
                 agents.append(name)
                 found_specific = found_specific or name == token
-            continue
-        if key not in ("allow", "disallow", "crawl-delay"):
-            continue  # sitemap and unknown lines belong to no group and do not end one
-        in_rules = True
-        mine, anyone = token in agents, "*" in agents
-        if not (mine or anyone):
-            continue
-        if key == "crawl-delay":
-            delay = _crawl_delay(value)
-            if mine and specific_delay is None:
-                specific_delay = delay
-            if anyone and general_delay is None:
-                general_delay = delay
-            continue
-        if not value:
-            continue  # an empty rule matches nothing (RFC 9309 2.2.2)
-        rule = (key == "allow", normalize_escapes(value))
-        if mine:
-            specific.append(rule)
-        if anyone:
-            general.append(rule)
-    if found_specific:
-        return _within_limits(specific, specific_delay, limits)
-    return _within_limits(general, general_delay, limits)
+        elif key in ("allow", "disallow", "crawl-delay"):  # (sitemap and unknown lines neither join nor end a group)
+            in_rules = True
+            if token in agents:
+                specific.take(key, value)
+            if "*" in agents:
+                general.take(key, value)
+    chosen = specific if found_specific else general
+    return _within_limits(chosen.rules, chosen.delay, limits)
 
 
 MAX_SITEMAP_LINES = 50  # Sitemap: lines taken from one robots.txt (more is a file made to cost us work)

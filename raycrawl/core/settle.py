@@ -84,14 +84,7 @@ def page_record(
             record["outcome"], result.outlinks = "error", []
             stats.dropped[rule] += 1
         if rules.extracting:
-            record["verdict"], record["verdict_reason"] = result.verdict, result.verdict_reason
-            if result.verdict is not None:
-                stats.verdicts[result.verdict] += 1
-                if result.verdict != "accepted":
-                    stats.verdict_rules[f"{result.verdict}: {result.verdict_rule}"] += 1
-            if result.verdict == "rejected" and not rules.follow_rejected and result.outlinks:
-                stats.dropped["rejected_page"] += len(result.outlinks)
-                result.outlinks = []
+            _judged(result, record, rules, stats)
         page_links = children(result, rules.max_depth, stats.dropped)
     except Exception as exc:
         record = fault_record(result, exc, now)
@@ -103,6 +96,25 @@ def page_record(
     stats.statuses[str(result.status) if result.status is not None else error_kind(record["error"])] += 1
     stats.bytes += result.size
     stats.fetch_nodes[result.node] += 1
+    _count_events(result, stats)
+    return record
+
+
+def _judged(result: FetchResult, record: dict[str, Any], rules: RecordRules, stats: CrawlStats) -> None:
+    """The extraction's verdict on the record and in the counters; a rejected page's links dropped (unless
+    --follow-rejected)."""
+    record["verdict"], record["verdict_reason"] = result.verdict, result.verdict_reason
+    if result.verdict is not None:
+        stats.verdicts[result.verdict] += 1
+        if result.verdict != "accepted":
+            stats.verdict_rules[f"{result.verdict}: {result.verdict_rule}"] += 1
+    if result.verdict == "rejected" and not rules.follow_rejected and result.outlinks:
+        stats.dropped["rejected_page"] += len(result.outlinks)
+        result.outlinks = []
+
+
+def _count_events(result: FetchResult, stats: CrawlStats) -> None:
+    """What else the fetch met: a fault caught, a duplicate payload, links capped, a render, a sitemap read."""
     if result.fault is not None:
         stats.faults[result.fault] += 1
     if result.duplicate_of is not None:
@@ -122,7 +134,6 @@ def page_record(
             stats.events["sitemaps_over_limit"] += 1
         if result.sitemap.error is not None:
             stats.events["sitemaps_malformed"] += 1
-    return record
 
 
 def terminal_records(
