@@ -405,6 +405,19 @@ def _validate(cfg: CrawlConfig) -> None:
             need(math.isfinite(value) and abs(value) <= MAX_NUMBER, f.name, f"a finite number up to {MAX_NUMBER:.0e}")
 
 
+def _validate_functions(cfg: CrawlConfig) -> None:
+    """``accept`` and ``score_links``: a module:function that imports here, or a function from Python."""
+    for key in ("accept", "score_links"):
+        spec = getattr(cfg, key)
+        if isinstance(spec, str):
+            try:
+                load_function(spec)
+            except ValueError as exc:
+                raise ConfigError(f"{key}: {exc}", key) from None
+        elif spec is not None and not callable(spec):
+            raise ConfigError(f"{key} = {spec!r}: expected module:function, or a function from Python", key)
+
+
 def _validate_extraction(cfg: CrawlConfig) -> None:
     """The extraction settings (issue 47): a spec is imported here, where the crawl starts, so that one that does
     not import is one line now rather than every worker's failure."""
@@ -418,15 +431,7 @@ def _validate_extraction(cfg: CrawlConfig) -> None:
         problem = extraction_problem(cfg.extract, fields)
         if problem is not None:
             raise ConfigError(f"extract: {problem}" if not problem.startswith("extract") else problem, "extract")
-    for key in ("accept", "score_links"):
-        spec = getattr(cfg, key)
-        if isinstance(spec, str):
-            try:
-                load_function(spec)
-            except ValueError as exc:
-                raise ConfigError(f"{key}: {exc}", key) from None
-        elif spec is not None and not callable(spec):
-            raise ConfigError(f"{key} = {spec!r}: expected module:function, or a function from Python", key)
+    _validate_functions(cfg)
     contract_named = cfg.require or cfg.min_chars or cfg.languages or cfg.content_types or cfg.accept
     budgets = cfg.max_accepted is not None or cfg.max_accepted_per_host is not None
     later = cfg.follow_rejected or cfg.retry_quarantined or cfg.score_links is not None

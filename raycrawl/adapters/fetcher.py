@@ -442,16 +442,7 @@ class Fetcher:
         if r.lease.kind == "robots":
             r.body = ex.body  # (a robots.txt over the limit is parsed as far as it was read: RFC 9309 2.5)
         elif 300 <= r.status < 400:
-            written = urljoin(r.lease.request_url, ex.location) if ex.location else None
-            target = canonicalize(written, self.settings.tracking_params) if written else None
-            if target:
-                # Redirect targets go back through the frontier like any link: scope, robots, the address guard
-                # and dedup all apply to every hop there, and the hop count travels with the URL.
-                r.final_url = target
-                r.outlinks = [target]
-                requested = request_form(written)  # type: ignore[arg-type]
-                if requested and requested != target:
-                    r.spellings = {target: requested}
+            self._redirect(ex)
         elif r.lease.kind == "sitemap":
             if 200 <= r.status < 300:  # (read as far as it came: past the bound it says so)
                 sitemap = parse_sitemap(ex.body)
@@ -466,9 +457,7 @@ class Fetcher:
             if ex.render is not None:
                 self._add_rendered_links(ex)
         if self._extraction is not None and r.lease.kind == "page" and 200 <= r.status < 300 and not too_large:
-            page = page_of(ex.result, ex.body, ex.raw_headers, ex.render)
-            ex.judgement = self._extraction.judge(page)
-            r.link_scores = self._extraction.score_links(page, ex.judgement.item)
+            self._extract(ex, self._extraction)
         if self._warc is not None and (not too_large or self.settings.keep_truncated):
             known = r.lease.entry.known
             revisit = revisit_for(recrawl_outcome(r.status, known, r.sha256), known, r.lease.request_url, ex.body)
@@ -479,6 +468,28 @@ class Fetcher:
                 return
             self._write(ex, too_large, revisit)
         self._write_item(ex)
+
+    def _redirect(self, ex: _Exchange) -> None:
+        """A redirect's target as the result's one link. Redirect targets go back through the frontier like any
+        link: scope, robots, the address guard and dedup all apply to every hop there, and the hop count travels
+        with the URL."""
+        r = ex.result
+        written = urljoin(r.lease.request_url, ex.location) if ex.location else None
+        target = canonicalize(written, self.settings.tracking_params) if written else None
+        if target:
+            r.final_url = target
+            r.outlinks = [target]
+            requested = request_form(written)  # type: ignore[arg-type]
+            if requested and requested != target:
+                r.spellings = {target: requested}
+
+    @staticmethod
+    def _extract(ex: _Exchange, extraction: Extraction) -> None:
+        """The crawl's extractor and contract on the page (its verdict is put on the result with its item's line),
+        and what score_links says its links are worth."""
+        page = page_of(ex.result, ex.body, ex.raw_headers, ex.render)
+        ex.judgement = extraction.judge(page)
+        ex.result.link_scores = extraction.score_links(page, ex.judgement.item)
 
     def _write_item(self, ex: _Exchange) -> None:
         """The page's verdict on its result, and its item's line in the buffer (after its WARC: the line names
