@@ -45,6 +45,7 @@ import functools
 import json
 import math
 import time
+from collections.abc import Callable
 from email.utils import formatdate
 from pathlib import Path
 from typing import IO
@@ -54,6 +55,11 @@ from raycrawl.testing.graph import WebGraph, WebSpec
 from raycrawl.testing.topics import TopicalWeb
 
 MAX_HEADER_BYTES = 16 * 1024
+Answer = tuple[int, list[tuple[str, str]], "hostile.Body"]  # (status, headers, body) of a profile's own page
+FAULTS: dict[str, tuple[int, list[tuple[str, str]], bytes]] = {
+    "503-forever": (503, [], b"unavailable\n"),
+    "403": (403, [], b"forbidden\n"),
+}  # every page of a host of that profile
 
 
 class TestWebServer:
@@ -73,47 +79,62 @@ class TestWebServer:
         self, host: int, path: str, request: dict[str, str] | None = None
     ) -> tuple[int, list[tuple[str, str]], hostile.Body, float]:
         """(status, headers, body, seconds to wait before answering) for a path on a host, after its profile
-        (``request``: the request's headers, lower-cased names)."""
+        (``request``: the request's headers, lower-cased names). A profile of its own pages answers first; what it
+        leaves (None) is the graph's page, robots.txt, or a fault profile's answer."""
         profile = self.spec.profile(host)
         if profile == "hostile":
             return (*hostile.route(path, self.graph.netloc(host), self.spec.canary), 0.0)
         path = path.split("?", 1)[0]
-        if profile == "articles" and path != "/robots.txt":
-            return (*articles.route(path, self.graph.ip(host), self.spec.pages_per_host), 0.0)
-        if profile == "topics" and path != "/robots.txt":
-            return (*self._topical().route(path, self.graph.ip(host)), 0.0)
-        if profile == "sitemap":
-            netloc, outside = self.graph.netloc(host), self.spec.canary or "127.0.0.1:9"
-            if path == "/robots.txt":
-                return 200, [("Content-Type", "text/plain")], sitemapweb.robots_txt(netloc, outside), 0.0
-            answer = sitemapweb.route(path, netloc, self.spec.pages_per_host, outside)
-            if answer is not None:
-                return (*answer, 0.0)
-        if profile == "changing" and path != "/robots.txt":
-            spec = self.spec
-            age = time.time() - self.started
-            changed = changing.answer(path, age, self.started, spec.change_period, spec.remove_after, request or {})
-            if changed is not None:
-                return (*changed, 0.0)
-        if profile in ("scripted", "scripted-spin"):
-            spin = profile == "scripted-spin"
-            built = scripted.route(path, self.spec.pages_per_host, self.spec.canary, spin)
-            if built is not None:
-                return (*built, 0.0)
-        if profile == "recovering":
-            down = versioned.recovering(path, versioned.revision(self.spec.revision_file))
-            if down is not None:
-                return (*down, 0.0)
-        if profile in ("versioned", "versioned-sitemap"):
-            rev = versioned.revision(self.spec.revision_file)
-            if profile == "versioned-sitemap":
-                answered = versioned.sitemap_answer(self.graph, host, path, rev, self.spec.revision_file)
-            else:
-                answered = None
-            if answered is None and path != "/robots.txt":
-                answered = versioned.answer(self.graph, host, path, rev, request or {})
-            if answered is not None:
-                return (*answered, 0.0)
+        own = self._profile_routes.get(profile)
+        answer = own(host, path, profile, request or {}) if own is not None else None
+        if answer is not None:
+            return (*answer, 0.0)
+        return self._graph_route(host, path, profile)
+
+    @property
+    def _profile_routes(self) -> dict[str, Callable[[int, str, str, dict[str, str]], Answer | None]]:
+        return {
+            "articles": self._articles, "topics": self._topics_route, "sitemap": self._sitemap,
+            "changing": self._changing, "scripted": self._scripted, "scripted-spin": self._scripted,
+            "recovering": self._recovering, "versioned": self._versioned, "versioned-sitemap": self._versioned,
+        }  # fmt: skip
+
+    def _articles(self, host: int, path: str, profile: str, request: dict[str, str]) -> Answer | None:
+        return None if path == "/robots.txt" else articles.route(path, self.graph.ip(host), self.spec.pages_per_host)
+
+    def _topics_route(self, host: int, path: str, profile: str, request: dict[str, str]) -> Answer | None:
+        return None if path == "/robots.txt" else self._topical().route(path, self.graph.ip(host))
+
+    def _sitemap(self, host: int, path: str, profile: str, request: dict[str, str]) -> Answer | None:
+        netloc, outside = self.graph.netloc(host), self.spec.canary or "127.0.0.1:9"
+        if path == "/robots.txt":
+            return 200, [("Content-Type", "text/plain")], sitemapweb.robots_txt(netloc, outside)
+        return sitemapweb.route(path, netloc, self.spec.pages_per_host, outside)
+
+    def _changing(self, host: int, path: str, profile: str, request: dict[str, str]) -> Answer | None:
+        if path == "/robots.txt":
+            return None
+        spec, age = self.spec, time.time() - self.started
+        return changing.answer(path, age, self.started, spec.change_period, spec.remove_after, request)
+
+    def _scripted(self, host: int, path: str, profile: str, request: dict[str, str]) -> Answer | None:
+        return scripted.route(path, self.spec.pages_per_host, self.spec.canary, profile == "scripted-spin")
+
+    def _recovering(self, host: int, path: str, profile: str, request: dict[str, str]) -> Answer | None:
+        return versioned.recovering(path, versioned.revision(self.spec.revision_file))
+
+    def _versioned(self, host: int, path: str, profile: str, request: dict[str, str]) -> Answer | None:
+        rev = versioned.revision(self.spec.revision_file)
+        answered = None
+        if profile == "versioned-sitemap":
+            answered = versioned.sitemap_answer(self.graph, host, path, rev, self.spec.revision_file)
+        if answered is None and path != "/robots.txt":
+            answered = versioned.answer(self.graph, host, path, rev, request)
+        return answered
+
+    def _graph_route(self, host: int, path: str, profile: str) -> tuple[int, list[tuple[str, str]], bytes, float]:
+        """The graph's pages and robots.txt, and the fault profiles' answers (robots-*, 429-*, 503-forever, 403,
+        slow, mirror)."""
         kind, _, arg = profile.rpartition("-") if profile[-1:].isdigit() else (profile, "", "")
         if path == "/robots.txt" or path.startswith("/r/"):
             return self._robots(host, path, profile, kind, arg)
@@ -123,10 +144,8 @@ class TestWebServer:
             date = formatdate(math.ceil(time.time()) + 3, usegmt=True)
             retry_after = "3" if profile == "429-seconds" else date
             return 429, [("Retry-After", retry_after)], b"slow down\n", 0.0
-        if profile == "503-forever":
-            return 503, [], b"unavailable\n", 0.0
-        if profile == "403":
-            return 403, [], b"forbidden\n", 0.0
+        if profile in FAULTS:
+            return *FAULTS[profile], 0.0
         wait = self.spec.slow_seconds if profile == "slow" else 0.0
         page: int | None = None
         if path == "/":
@@ -165,14 +184,6 @@ class TestWebServer:
         wait = self.spec.slow_seconds if profile == "robots-timeout" else 0.0
         return 200, text, self.graph.robots_txt(host), wait
 
-    def _log(
-        self, t: float, ip: str, headers: dict[str, str], method: str, target: str, status: int, client_port: int
-    ) -> None:
-        record = {"t": t, "ip": ip, "host": headers.get("host", ""), "method": method, "path": target,
-                  "ua": headers.get("user-agent", ""), "status": status, "client_port": client_port}  # fmt: skip
-        self.log.write(json.dumps(record) + "\n")
-        self.log.flush()
-
     def _event(self, kind: str, ip: str, target: str) -> None:
         """Something the server saw besides a request (a client cutting a response short), in the events log."""
         if self.events is not None:
@@ -195,14 +206,7 @@ class TestWebServer:
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     return
                 received = time.time()
-                lines = head.decode("latin-1").split("\r\n")
-                method, _, rest = lines[0].partition(" ")
-                target = rest.rpartition(" ")[0]
-                headers = {}
-                for line in lines[1:]:
-                    name, sep, value = line.partition(":")
-                    if sep:
-                        headers[name.strip().lower()] = value.strip()
+                method, target, headers = _parse_head(head)
                 profile = self.spec.profile(host)
                 if profile.startswith("odd"):
                     self._log(received, local_ip, headers, method, target, 0, client_port)
@@ -213,43 +217,41 @@ class TestWebServer:
                     continue
                 status, extra, body, wait = self.route(host, target, headers)
                 length = body.length if isinstance(body, hostile.Streamed) else len(body)
-                record = {
-                    "t": received,
-                    "ip": local_ip,
-                    "host": headers.get("host", ""),
-                    "method": method,
-                    "path": target,
-                    "ua": headers.get("user-agent", ""),
-                    "status": status,
-                    "client_port": client_port,  # a new port: a new connection (keep-alive is measurable)
-                }
-                for name in ("authorization", "if-none-match", "if-modified-since", "via", "proxy-authorization"):
-                    if name in headers:
-                        record[name.replace("-", "_")] = headers[name]
-                record["bytes"] = length if method != "HEAD" else 0
-                self.log.write(json.dumps(record) + "\n")
-                self.log.flush()
+                self._log(received, local_ip, headers, method, target, status, client_port, length)
                 if wait:
                     await asyncio.sleep(wait)
-                lines_out = [f"HTTP/1.1 {status} Status", f"Content-Length: {length}"]
-                lines_out += [f"{k}: {v}" for k, v in extra]
-                response = ("\r\n".join(lines_out) + "\r\n\r\n").encode()
-                if isinstance(body, hostile.Streamed):
-                    writer.write(response)
-                    try:
-                        async for chunk in body.chunks():
-                            writer.write(chunk)
-                            await writer.drain()  # raises once the client has hung up
-                    except ConnectionError:
-                        return
-                    continue
-                writer.write(response + (body if method != "HEAD" else b""))
-                await writer.drain()
+                if not await _respond(writer, status, extra, body, length, method):
+                    return
                 if headers.get("connection", "").lower() == "close":
                     return
         finally:
             with contextlib.suppress(Exception):
                 writer.close()
+
+    def _log(
+        self,
+        received: float,
+        ip: str,
+        headers: dict[str, str],
+        method: str,
+        target: str,
+        status: int,
+        port: int,
+        length: int | None = None,
+    ) -> None:
+        """One line of the request log: what the tests assert on."""
+        record: dict[str, object] = {
+            "t": received, "ip": ip, "host": headers.get("host", ""), "method": method, "path": target,
+            "ua": headers.get("user-agent", ""), "status": status,
+            "client_port": port,  # a new port: a new connection (keep-alive is measurable)
+        }  # fmt: skip
+        for name in ("authorization", "if-none-match", "if-modified-since", "via", "proxy-authorization"):
+            if name in headers:
+                record[name.replace("-", "_")] = headers[name]
+        if length is not None:
+            record["bytes"] = length if method != "HEAD" else 0
+        self.log.write(json.dumps(record) + "\n")
+        self.log.flush()
 
     async def serve(self, port: int) -> tuple[int, list[asyncio.Server]]:
         """Bind every host's address on one port (a free one when port is 0)."""
@@ -271,6 +273,43 @@ class TestWebServer:
                 if port:
                     raise
         raise OSError("no free port found for the test web")
+
+
+def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
+    """(method, target, headers with lower-case names) of a request's head."""
+    lines = head.decode("latin-1").split("\r\n")
+    method, _, rest = lines[0].partition(" ")
+    headers = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    return method, rest.rpartition(" ")[0], headers
+
+
+async def _respond(
+    writer: asyncio.StreamWriter,
+    status: int,
+    extra: list[tuple[str, str]],
+    body: hostile.Body,
+    length: int,
+    method: str,
+) -> bool:
+    """Send the answer (a streamed body chunk by chunk); False when the client hung up during it."""
+    lines_out = [f"HTTP/1.1 {status} Status", f"Content-Length: {length}", *(f"{k}: {v}" for k, v in extra)]
+    response = ("\r\n".join(lines_out) + "\r\n\r\n").encode()
+    if isinstance(body, hostile.Streamed):
+        writer.write(response)
+        try:
+            async for chunk in body.chunks():
+                writer.write(chunk)
+                await writer.drain()  # raises once the client has hung up
+        except ConnectionError:
+            return False
+        return True
+    writer.write(response + (body if method != "HEAD" else b""))
+    await writer.drain()
+    return True
 
 
 def events_path(log_path: str) -> str:
