@@ -21,6 +21,7 @@ dies has its shards take back the leases it had not settled.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 import time
 import uuid
@@ -52,6 +53,7 @@ from raycrawl.actors.settings import (
 from raycrawl.adapters.output import page_parts
 from raycrawl.adapters.snapshots import StoreUnavailable, open_store
 from raycrawl.config import CrawlConfig, saved_settings
+from raycrawl.core.checkpoint_sequence import CheckpointSequence, drain_seconds, rollback_pause
 from raycrawl.core.checkpoint_state import CheckpointState
 from raycrawl.core.crawl_loop import CrawlLoop, RoundPlan, ShardSummary
 from raycrawl.core.dead_letters import BUDGET_OUTCOMES, QUARANTINED, RETRIED_OUTCOMES
@@ -65,7 +67,6 @@ from raycrawl.core.stats import CrawlStats
 from raycrawl.proxies import proxy_plan
 
 WARM_UP_TIMEOUT = 20.0
-ROLLBACK_ATTEMPTS = 5
 # Seen-set partitions by default: one per this many CPUs of the cluster (a partition checks ~a million URLs a second,
 # and a cluster of that many CPUs finds far fewer: more partitions only cost round trips).
 CPUS_PER_PARTITION = 8
@@ -122,9 +123,7 @@ class Coordinator:
         self.loop = CrawlLoop(loop_settings(cfg), self.num_shards)
         self._incoming_seeds: list[str] = []  # seeds added while running, taken by the next round
         self._finished = False
-        self._epoch = 1  # the id of the next checkpoint; WARC files carry it
-        self._checkpoint_error: str | None = None
-        self._checkpoints: list[dict[str, float]] = []
+        self._sequence = CheckpointSequence()  # checkpoint ids, their failures, the ones taken (core/)
         self._status: dict[str, Any] = {"state": "starting"}
         self._lock = threading.Lock()
         self._finished_batches: list[list[int]] = [[] for _ in range(self.num_shards)]
@@ -238,7 +237,7 @@ class Coordinator:
         """Take the URLs whose records ended in ``outcomes`` (or were judged ``verdicts``) out of the output and
         queue them again, with fresh attempts; their new records replace the old ones (core/dead_letters.py). The
         stats forget the old ones."""
-        taken = self.output.take_dead_letters(self._epoch, outcomes, verdicts)
+        taken = self.output.take_dead_letters(self._sequence.next_epoch, outcomes, verdicts)
         self.crew.requeue(taken.entries, retry=True)
         self.stats.outcomes.subtract(taken.outcomes)
         self.stats.verdicts.subtract(taken.verdicts)
@@ -366,7 +365,7 @@ class Coordinator:
         for batches in self.loop.to_launch():
             refs = [b.ref for b in batches]
             shared = [self._fetch_settings_ref, self.crew.handles]  # (in a list: resolved by the task, once)
-            task = fetch_batch.options(**options).remote(shared, self._epoch, *refs)
+            task = fetch_batch.options(**options).remote(shared, self._sequence.next_epoch, *refs)
             self.loop.launched(task, batches)
 
     def _wait(self, round_started: float) -> None:
@@ -403,7 +402,7 @@ class Coordinator:
 
     def _checkpoint_seen(self) -> list[bytes] | None:
         """The committed checkpoint's seen-set parts, for a partition that is rebuilt (None: no checkpoint yet)."""
-        loaded = checkpoints.load(self.store) if self._checkpoints or self._resumed else None
+        loaded = checkpoints.load(self.store) if self._sequence.taken or self._resumed else None
         return loaded.dedup if loaded is not None else None
 
     def _rebuild_partitions(self, dead: list[int]) -> None:
@@ -429,13 +428,11 @@ class Coordinator:
         (the caller rolls the crawl back)."""
         period = self.loop.cut_period()  # (--rollover: the parts' directory)
         self.loop.checkpointed()
-        epoch = self._epoch
-        self._epoch += 1  # (even if this cut fails: every attempt's parts have names of their own)
+        epoch = self._sequence.begin()
         try:
             parts = self.output.cut(epoch, ray.get([s.cut.remote(epoch, period) for s in self.crew.shards]), period)
         except OutputUnwritable as exc:
-            self.stats.events["checkpoint_failures"] += 1
-            self._checkpoint_error = f"checkpoint {epoch} failed, will retry: output: {exc}"
+            self._cut_failed(epoch, f"output: {exc}")
             return
         if self.output.type_conflicts:
             self.stats.events["item_type_conflicts"] += self.output.type_conflicts
@@ -456,13 +453,15 @@ class Coordinator:
                 self._rebuild_partitions(self.crew.dead_partitions())  # (a dead shard: the round meets it)
                 taken = checkpoints.take(self.store, epoch, self.crew, state)
         except (StoreUnavailable, OSError) as exc:
-            self.stats.events["checkpoint_failures"] += 1
-            self._checkpoint_error = f"checkpoint {epoch} failed, will retry: {exc}"
+            self._cut_failed(epoch, str(exc))
             return
-        self._checkpoint_error = self.output.committed(epoch)
+        self._sequence.committed(epoch, taken, self.output.committed(epoch))
         self.crew.checkpointed()  # the checkpoint holds all of the seen-set now
-        self._checkpoints.append({"id": epoch, **taken})
         self.metrics.record_checkpoint(float(taken["seconds"]))
+
+    def _cut_failed(self, epoch: int, why: str) -> None:
+        self._sequence.failed(epoch, why)
+        self.stats.events["checkpoint_failures"] += 1
 
     def _roll_back(self) -> None:
         """A frontier shard died (or a node with buffered output): roll the whole crawl back to the last
@@ -470,7 +469,7 @@ class Coordinator:
         self.stats.events["rollbacks"] += 1
         rollbacks = self.stats.events["rollbacks"]
         # Let fetches under way end first, so no old request lands after the restore.
-        deadline = time.monotonic() + 4 * self.cfg.timeout + 30
+        deadline = time.monotonic() + drain_seconds(self.cfg.timeout)
         while self.loop.tasks and time.monotonic() < deadline:
             tasks = list(self.loop.tasks)
             ready, _ = ray.wait(tasks, num_returns=len(tasks), timeout=0.5)
@@ -479,16 +478,17 @@ class Coordinator:
         # The nodes of the actors that are gone (or do not answer: a node Ray has not yet noticed is lost) get none
         # of the new ones.
         self._placement.avoid(self.crew.lost_nodes())
-        for attempt in range(ROLLBACK_ATTEMPTS):
+        for attempt in itertools.count():
             try:
                 self._recreate_and_restore(rollbacks)
                 break
             except ACTOR_LOST:
                 # A new actor placed on a node that is dying (Ray notices a lost node only after missed
                 # heartbeats) dies too: let Ray catch up, then place them again. Each try starts from scratch.
-                if attempt == ROLLBACK_ATTEMPTS - 1:
+                pause = rollback_pause(attempt)
+                if pause is None:
                     raise
-                time.sleep(min(2.0**attempt, 10.0))
+                time.sleep(pause)
         self.stats.events["rollbacks"] = rollbacks
 
     def _recreate_and_restore(self, rollbacks: int) -> None:
@@ -504,7 +504,7 @@ class Coordinator:
             self._restore(loaded)
         else:  # no checkpoint yet: start over
             self.loop.stats = CrawlStats(started_at=started, seeds=seeds)
-            self._epoch = 1
+            self._sequence.restored(None)
             self.crew.offer_seeds(self.seeds, self.cfg.tracking_params)
         self.stats.events["rollbacks"] = rollbacks
 
@@ -515,14 +515,14 @@ class Coordinator:
         # The scope is the crawl's, not this command's: a resume without seeds keeps following the seeds' hosts.
         self._widen_scope(hosts=state.scope_hosts)
         self.crew.requeue([UrlEntry.from_row(row) for row in state.pushes])
-        self._epoch = loaded.checkpoint_id + 1
+        self._sequence.restored(loaded.checkpoint_id)
         self.stats.events["resumed"] += 1
 
     # --- what the world sees -------------------------------------------------------------------------
 
     def _progress(self, state: str) -> dict[str, Any]:
         status = reporting.progress(
-            state, self.loop, self._host_counts, self._checkpoint_error, self._checkpoints, self._proxy_health
+            state, self.loop, self._host_counts, self._sequence.error, self._sequence.taken, self._proxy_health
         )
         return status | {"demand": self.capacity.view(len(self.loop.tasks))}
 
@@ -548,7 +548,7 @@ class Coordinator:
                     loop=self.loop,
                     crew=self.crew,
                     store=self.store.describe(),
-                    checkpoints=self._checkpoints,
+                    checkpoints=self._sequence.taken,
                     finished=self._finished,
                     out=self.output.storage.where,
                 )
@@ -566,7 +566,7 @@ class Coordinator:
         problem = reporting.write_summary(self.output.storage, summary)
         if problem is not None:
             self.stats.events["stats_write_failures"] += 1
-            self._checkpoint_error = self._checkpoint_error or problem
+            self._sequence.error = self._sequence.error or problem
 
 
 # The coordinator made remote as it is (no forwarding class): threaded, so status() and stop() answer while run()
