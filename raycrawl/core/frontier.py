@@ -223,8 +223,7 @@ class FrontierShard:
                     self._end(entry, "out_of_budget", SITEMAP_BOUND)
                     continue
                 hs.sitemaps += 1
-                if hs.sitemap_wait:  # (what the pages waited for is here: the host's own clock again)
-                    hs.next_allowed, hs.sitemap_wait = min(hs.next_allowed, hs.sitemap_wait), 0.0
+                hs.clock_sitemaps_came()  # (what the pages waited for is here: the host's own clock again)
             elif s.max_pages_per_host is not None and hs.admitted >= s.max_pages_per_host and not revisits:
                 self._over_budget(hs, entry, HOST_BUDGET)
                 continue
@@ -334,7 +333,7 @@ class FrontierShard:
             hs.recompute_delay(self.settings.policy)
             spread = self.settings.first_slot_spread
             if spread:
-                hs.next_allowed = self._clock() + first_slot_offset(len(self._hosts), hs.delay, spread)
+                hs.clock_first_slot(self._clock() + first_slot_offset(len(self._hosts), hs.delay, spread))
             self._hosts[key] = hs
         return hs
 
@@ -482,7 +481,7 @@ class FrontierShard:
                 earliest = not_before
             hs.in_flight += 1
             # Provisional: the real next slot is set on ack from when the server answered.
-            hs.next_allowed = not_before + hs.delay
+            hs.clock_on_lease(not_before)
             append(lease)
             if run:
                 for member in run:
@@ -585,7 +584,7 @@ class FrontierShard:
         self._next_lease_id += 1
         self._expiry_check_at = min(self._expiry_check_at, not_before + ttl)
         hs.in_flight += 1
-        hs.next_allowed = not_before + hs.delay  # (provisional, as in lease)
+        hs.clock_on_lease(not_before)  # (provisional, as in lease)
         if hs.in_flight < self.settings.per_host_concurrency:
             self._schedule(hs)
         return lease
@@ -742,7 +741,7 @@ class FrontierShard:
         hs.robots_leased = False
         hs.requests += 1
         answered = ack.ended_at or ack.responded_at or now
-        hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
+        hs.clock_on_answer(answered)
         failed = ack.error is not None  # (a transport failure, a cut body, a failed hop: RFC 9309 "unreachable")
         rules = rules_from_fetch(ack.status, ack.body, s.ua_token, now, s.robots_ttl, failed, ack.truncated)
         self.counters["robots_fetched"] += 1
@@ -768,15 +767,14 @@ class FrontierShard:
                 self._close(hs, "robots_denied", f"Crawl-delay {rules.crawl_delay:g} s exceeds the {cap:g} s cap")
                 return
         hs.recompute_delay(s.policy)
-        hs.next_allowed = max(hs.next_allowed, answered + hs.delay)
+        hs.clock_on_answer(answered)
         if s.sitemaps:
             named = (*rules.sitemaps, hs.origin + "/sitemap.xml") if s.sitemap_xml else rules.sitemaps
             self._discovered.extend(sitemap_links(named, hs.origin + "/robots.txt"))
             if named and hs.sitemaps == 0:
                 # The sitemaps go first (core/sitemap_hints.py), but reach this queue a round or two later,
                 # through the seen-set: the pages wait for them, briefly (one already seen never comes).
-                hs.sitemap_wait = hs.next_allowed
-                hs.next_allowed = max(hs.next_allowed, answered + SITEMAP_WAIT)
+                hs.clock_wait_for_sitemaps(answered + SITEMAP_WAIT)
         denied = hs.queue.remove_if(lambda entry: not rules.allows(entry.request_url))
         for entry in denied:
             self._end(entry, "robots_denied", "disallowed by robots.txt")
@@ -812,7 +810,7 @@ class FrontierShard:
                 continue
             lease, hs = held
             hs.in_flight -= 1
-            hs.next_allowed = max(hs.next_allowed, now + hs.delay)
+            hs.clock_on_answer(now)
             hs.block(now + backoff(self.settings.policy, 1, self._rng), "backoff")
             touched[hs.key] = hs
             self.counters["released"] += 1
@@ -972,7 +970,7 @@ class FrontierShard:
             hs, queue = HostState.from_saved(saved, self.settings.policy, self.settings.ua_token)
             # What happened after the checkpoint is unknown (a killed crawl may have just hit this host):
             # count a request as made right now.
-            hs.next_allowed = max(hs.next_allowed, self._clock() + hs.delay)
+            hs.clock_on_answer(self._clock())
             self._hosts[hs.key] = hs
             if hs.paused is not None:
                 self._paused.add(hs.key)

@@ -88,6 +88,36 @@ class HostState:
         allowed, blocked = self.next_allowed, self.blocked_until
         return allowed if allowed > blocked else blocked
 
+    # --- the host's clock (invariant 1, docs/architecture.md): these alone move ``next_allowed`` -------------
+
+    def clock_first_slot(self, at: float) -> None:
+        """A host met now (its first URL): its first request no sooner than ``at`` (hosts met together are spread
+        over the delay: core/politeness.py ``first_slot_offset``)."""
+        self.next_allowed = at
+
+    def clock_on_lease(self, not_before: float) -> None:
+        """A request leased to be sent at ``not_before``: provisionally, the next one a delay after it (the slot is
+        counted again from when the server answered, ``clock_on_answer``)."""
+        self.next_allowed = not_before + self.delay
+
+    def clock_on_answer(self, answered: float) -> None:
+        """An exchange ended at ``answered`` (or is taken to have: a lease given up, a restore): the next request a
+        delay after it, never sooner than already set."""
+        slot = answered + self.delay
+        if slot > self.next_allowed:
+            self.next_allowed = slot
+
+    def clock_wait_for_sitemaps(self, until: float) -> None:
+        """robots.txt named sitemaps: the pages wait until ``until`` for them to be queued (``clock_sitemaps_came``
+        gives back the slot they had)."""
+        self.sitemap_wait = self.next_allowed
+        if until > self.next_allowed:
+            self.next_allowed = until
+
+    def clock_sitemaps_came(self) -> None:
+        if self.sitemap_wait:
+            self.next_allowed, self.sitemap_wait = min(self.next_allowed, self.sitemap_wait), 0.0
+
     def recompute_delay(self, policy: DelayPolicy) -> None:
         if self.delay_override is not None:
             self.delay, self.delay_reason = self.delay_override, "configured"
@@ -123,9 +153,7 @@ class HostState:
                 self.denial_streak = 0
         self.recompute_delay(policy)
         # The server logged the request before the exchange ended, so a slot counted from its end is never early.
-        slot = answered + self.delay
-        if slot > self.next_allowed:
-            self.next_allowed = slot
+        self.clock_on_answer(answered)
 
     def row(self, now: float) -> dict[str, Any]:
         robots = "pending" if self.robots is None else self.robots.verdict
