@@ -5,7 +5,9 @@ One ``Fetcher`` per worker process (``fetcher_for``): a private event loop in a 
 fetcher decides nothing about politeness: it waits for each lease's ``not_before`` (set by the host's shard) --
 and, in a host's run, for the exchange before it and the host's delay after it (core/runs.py) -- sends, and
 reports when the server answered. Network I/O runs on the loop; parsing, hashing and WARC writing
-run on the calling thread afterwards, so a slow parse never delays another URL's request.
+run on the calling thread afterwards, so a slow parse never delays another URL's request. What a fetch means for its
+record: adapters/fetch_errors.py; what is stored of it (WARC, items, pages held for the payload registry):
+adapters/page_output.py; a page handed to the render pool: adapters/render_handoff.py.
 
 Why aiohttp rather than httpx: the answer-paced politeness clock (the next slot counts from when the answer
 was seen) makes every millisecond the fetch loop spends on a request a millisecond of each host's cycle.
@@ -30,9 +32,7 @@ import queue
 import ssl
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 from urllib.parse import urljoin
 
@@ -41,26 +41,24 @@ from yarl import URL
 
 from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver
 from raycrawl.adapters.egress import Egress, ProxyAuthRefused, ProxyUnreachable
+from raycrawl.adapters.exchange import Exchange
 from raycrawl.adapters.extraction import Extraction, page_of
 from raycrawl.adapters.fetch_errors import RedirectFailed, fetch_error
-from raycrawl.adapters.items import ItemSink
-from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
+from raycrawl.adapters.page_output import PageOutput
+from raycrawl.adapters.render_handoff import add_rendered_links, maybe_render, render_budget
 from raycrawl.core.addresses import is_ip_literal
-from raycrawl.core.captures import Capture, Claim, payload_key
+from raycrawl.core.captures import Capture, Claim
 from raycrawl.core.clean import clean_text, describe_exception
-from raycrawl.core.contract import Judgement
-from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS, BoundedDecoder
+from raycrawl.core.decoding import ACCEPT_ENCODING, BoundedDecoder
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.headers import parse_retry_after
-from raycrawl.core.items import ItemLine
 from raycrawl.core.links import decode_html, extract_links
 from raycrawl.core.media_types import is_html
-from raycrawl.core.pages import iso_utc
 from raycrawl.core.proxy_routes import CONNECT_ERRORS
-from raycrawl.core.records import FetchResult, Lease, SitemapRead, WarcSpan, ack_of
-from raycrawl.core.render_jobs import RenderJob, RenderOutcome, render_bound
-from raycrawl.core.render_rules import RenderMode, RenderRules, looks_like_shell
-from raycrawl.core.revisits import Revisit, conditional_headers, duplicate_revisit, recrawl_outcome, revisit_for
+from raycrawl.core.records import FetchResult, Lease, SitemapRead, ack_of
+from raycrawl.core.render_jobs import RenderJob, RenderOutcome
+from raycrawl.core.render_rules import RenderMode, RenderRules
+from raycrawl.core.revisits import conditional_headers
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
 from raycrawl.core.runs import ends_run, gap_after
 from raycrawl.core.sitemaps import MAX_BYTES as MAX_SITEMAP_BYTES
@@ -96,36 +94,20 @@ def responder_from_env(environ: Mapping[str, str] = os.environ) -> Responder | N
     return made
 
 
-@dataclass(slots=True)
-class _Exchange:
-    """One request/response as seen on the wire, kept until the calling thread has used it."""
-
-    result: FetchResult
-    request_headers: list[tuple[str, str]] = field(default_factory=list)
-    reason: str = ""  # as aiohttp decoded it (bytes that are not UTF-8 as surrogate escapes)
-    raw_headers: list[tuple[bytes, bytes]] = field(default_factory=list)  # as received
-    ip: str | None = None  # the address the response came from (WARC-IP-Address; not known through a proxy)
-    proxy: str | None = None  # the proxy that carried it, redacted (WARC-Proxy)
-    location: str | None = None
-    body: bytes = b""
-    render: RenderOutcome | None = None  # the page handed to a browser: what it gave
-    html: str | None = None  # the body decoded, when rendering's rule already needed it (decoded once)
-    judgement: Judgement | None = None  # what the crawl's extractor and contract made of the page
-
-
 class Fetcher:
+    """A worker process's fetching: an event loop on its own thread with one HTTP session, the address guard and the
+    proxies; results come back to the calling thread (``fetch_stream``), which turns each exchange into its result
+    and its stored records (adapters/page_output.py)."""
+
     def __init__(self, settings: FetchSettings) -> None:
         self.settings = settings
         self._guard = AddressGuard(settings)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="raycrawl-fetch-loop", daemon=True)
         self._thread.start()
-        self._warc: WarcSink | None = None
         self._extraction = Extraction(settings.extraction) if settings.extraction is not None else None
-        self._items: ItemSink | None = None  # the item lines of this epoch (with an extractor)
-        self._held: list[tuple[_Exchange, Claim]] = []  # pages whose WARC waits for the payload registry
-        self._hold = False
-        self._running: set[asyncio.Task[_Exchange]] = set()
+        self._output = PageOutput(settings, self._extraction)  # its WARC records and item lines
+        self._running: set[asyncio.Task[Exchange]] = set()
         self._synthetic = responder_from_env()
         self._send = self._request if self._synthetic is None else self._answer_synthetic
         self._render_rules = RenderRules.of(cast(RenderMode, settings.render), settings.render_rules)
@@ -166,25 +148,7 @@ class Fetcher:
         asyncio.run_coroutine_threadsafe(self._egress.close(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
-        if self._warc is not None:
-            self._warc.close()
-        if self._items is not None:
-            self._items.close()
-
-    def _use_epoch(self, epoch: int, node: str) -> None:
-        """WARC records go to a buffer file of the current checkpoint epoch (see adapters/warc.py), in a directory of
-        the node's own: nodes that share a disk (several on one machine, a shared temp directory) never clean up
-        each other's buffers at a cut."""
-        s = self.settings
-        # (a cut that failed may have taken this epoch's file already: then a new one is needed)
-        if s.warc_buffer is not None and not (self._warc and self._warc.epoch == epoch and self._warc.path.exists()):
-            if self._warc is not None:
-                self._warc.close()
-            self._warc = WarcSink(os.path.join(buffer_path(s.warc_buffer), node), epoch, dict(s.warc_info))
-        if s.item_buffer is not None and not (self._items and self._items.epoch == epoch and self._items.path.exists()):
-            if self._items is not None:
-                self._items.close()
-            self._items = ItemSink(os.path.join(buffer_path(s.item_buffer), node), epoch)
+        self._output.close()
 
     def fetch_stream(
         self,
@@ -202,10 +166,8 @@ class Fetcher:
         Leases in one batch are due at different times; streaming lets each host's answer reach its shard at
         once instead of when the batch's last URL is done, so no host waits on another host's schedule.
         """
-        self._use_epoch(epoch, node)
-        self._hold = hold_pages
-        self._held = []  # (a task that failed may have left some: their leases went back to their shards)
-        done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]] = queue.SimpleQueue()
+        self._output.start(epoch, node, hold_pages)
+        done: queue.SimpleQueue[tuple[Lease, Exchange | BaseException]] = queue.SimpleQueue()
         # One wake-up of the loop for the whole batch: a cross-thread call per URL cost ~5% of a fetch worker.
         self._loop.call_soon_threadsafe(self._start, leases, done)
         remaining = len(leases)
@@ -225,7 +187,7 @@ class Fetcher:
             self._flush()
             yield results
 
-    def _finished(self, lease: Lease, item: _Exchange | BaseException) -> FetchResult:
+    def _finished(self, lease: Lease, item: Exchange | BaseException) -> FetchResult:
         """The URL's result, whatever happened: the fault boundary of one URL (docs/architecture.md, invariant 7).
         An exception anywhere -- in the exchange, decoding, parsing, hashing, WARC writing -- becomes this URL's own
         ``error`` result; it never reaches the task, the other URLs of the batch, or the shard."""
@@ -243,16 +205,23 @@ class Fetcher:
         return item.result
 
     def _flush(self) -> None:
-        if self._warc is not None:
-            self._warc.flush()
-        if self._items is not None:
-            self._items.flush()
+        self._output.flush()
+
+    # --- pages held for the payload registry (on the calling thread): adapters/page_output.py -----------------
+
+    def held_claims(self) -> list[Claim]:
+        """The held pages' claims to be their payload's first capture, in the order ``write_held`` takes answers."""
+        return self._output.held_claims()
+
+    def write_held(self, firsts: Sequence[Capture | None]) -> None:
+        """Write the held pages' WARC (a revisit record where ``firsts`` names an earlier capture)."""
+        self._output.write_held(firsts)
 
     # --- on the loop ---------------------------------------------------------------------------------
 
-    def _start(self, leases: Sequence[Lease], done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]]) -> None:
+    def _start(self, leases: Sequence[Lease], done: queue.SimpleQueue[tuple[Lease, Exchange | BaseException]]) -> None:
         # (lease ids are a shard's own: two shards' batches in one task may hold the same id)
-        started: dict[tuple[int, int], asyncio.Task[_Exchange]] = {}
+        started: dict[tuple[int, int], asyncio.Task[Exchange]] = {}
         for lease in leases:  # (a run's leases come after the one each names: core/runs.py)
             before = started.get((lease.shard, lease.after)) if lease.after else None
             work = self._fetch_one(lease) if before is None else self._fetch_after(lease, before)
@@ -261,7 +230,7 @@ class Fetcher:
             self._running.add(task)  # (the loop keeps only a weak reference to a task)
             task.add_done_callback(functools.partial(self._report, done, lease))
 
-    async def _fetch_after(self, lease: Lease, before: asyncio.Task[_Exchange]) -> _Exchange:
+    async def _fetch_after(self, lease: Lease, before: asyncio.Task[Exchange]) -> Exchange:
         """A run's lease: sent once the exchange before it has ended and the host's delay after it has passed
         (the shard's own rule, core/runs.py); given back unsent when that answer ends the run."""
         await asyncio.wait([before])
@@ -275,9 +244,9 @@ class Fetcher:
 
     def _report(
         self,
-        done: queue.SimpleQueue[tuple[Lease, _Exchange | BaseException]],
+        done: queue.SimpleQueue[tuple[Lease, Exchange | BaseException]],
         lease: Lease,
-        task: asyncio.Task[_Exchange],
+        task: asyncio.Task[Exchange],
     ) -> None:
         """A fetch is over: its exchange (or what escaped it) joins the caller's queue, with its lease."""
         self._running.discard(task)
@@ -286,8 +255,8 @@ class Fetcher:
         else:
             done.put((lease, task.exception() or task.result()))
 
-    async def _fetch_one(self, lease: Lease, send_at: float | None = None) -> _Exchange:
-        ex = _Exchange(FetchResult(lease=lease))
+    async def _fetch_one(self, lease: Lease, send_at: float | None = None) -> Exchange:
+        ex = Exchange(FetchResult(lease=lease))
         r = ex.result
         s = self.settings
         send_at = lease.not_before if send_at is None else send_at
@@ -322,52 +291,14 @@ class Fetcher:
         r.final_url = url
         r.elapsed_ms = round((r.responded_at - r.sent_at) * 1000, 3) if r.sent_at else 0.0
         if self.renderer is not None and lease.kind == "page":
-            await self._maybe_render(ex)
+            await maybe_render(ex, self.settings, self._render_rules, self.renderer)
         return ex
 
     def _render_budget(self, lease: Lease) -> float:
         """How much longer than a fetch this lease may take: a render's bound, when its page may be rendered."""
-        if self.renderer is None or lease.kind != "page" or self._render_rules.mode_for(lease.request_url) == "never":
-            return 0.0
-        return render_bound(self.settings.render_timeout)
+        return render_budget(lease, self.settings, self._render_rules) if self.renderer is not None else 0.0
 
-    async def _maybe_render(self, ex: _Exchange) -> None:
-        """Hand the page to the render pool if the rules say so (``auto``: if it looks like a script's shell),
-        with the response as fetched; the host's clock then counts from when the render ended (its scripts'
-        requests went to the host, each after the delay: core/render_jobs.py)."""
-        r, s = ex.result, self.settings
-        if r.error is not None or r.status is None or not 200 <= r.status < 300 or r.truncated:
-            return
-        lease = r.lease
-        mode = self._render_rules.mode_for(lease.request_url)
-        if mode == "never" or not is_html(r.content_type, ex.body[:512]):
-            return
-        because = "render: always"
-        if mode == "auto":
-            ex.html = decode_html(ex.body, r.content_type)
-            verdict = looks_like_shell(ex.html)
-            if not verdict.shell:
-                return
-            because = f"looks like a shell: {verdict.reason}"
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in ex.raw_headers]
-        job = RenderJob(
-            lease.request_url, r.status, ex.reason, [(k, v) for k, v in headers if k.lower() not in TRANSFER_HEADERS],
-            ex.body, r.ended_at + gap_after(lease.gap, s.delay_factor, s.max_delay, r.ended_at - r.sent_at),
-            lease.gap, s.delay_factor, s.max_delay, lease.proxy,  # (its scripts' requests go the page's way)
-        )  # fmt: skip
-        try:
-            async with asyncio.timeout(render_bound(s.render_timeout)):
-                outcome = await self.renderer(job)  # type: ignore[misc]
-        except TimeoutError:
-            outcome = RenderOutcome(reason=f"no render within {render_bound(s.render_timeout):g} s")
-        except Exception as exc:  # (the pool's own failure: the page stays as fetched)
-            outcome = RenderOutcome(reason=f"render failed: {describe_exception(exc)}")
-        outcome.because = because
-        ex.render = outcome
-        # The host's clock counts from the render's end: whatever its scripts sent was before.
-        r.held_until = time.time()
-
-    async def _request(self, url: str, ex: _Exchange, limit: int) -> None:
+    async def _request(self, url: str, ex: Exchange, limit: int) -> None:
         r = ex.result
         host = hostname(host_key(url))
         if is_ip_literal(host) and not self._guard.allowed(host):
@@ -391,7 +322,7 @@ class Fetcher:
                 raise ProxyUnreachable(type(exc).__name__) from None
             raise
 
-    async def _received(self, response: aiohttp.ClientResponse, ex: _Exchange, limit: int) -> None:
+    async def _received(self, response: aiohttp.ClientResponse, ex: Exchange, limit: int) -> None:
         r = ex.result
         r.responded_at = time.time()
         if response.status == 407 and ex.proxy is not None:
@@ -416,7 +347,7 @@ class Fetcher:
         ex.raw_headers = list(response.raw_headers)
         ex.body, r.truncated = await read_body(response, limit)
 
-    async def _answer_synthetic(self, url: str, ex: _Exchange, limit: int) -> None:
+    async def _answer_synthetic(self, url: str, ex: Exchange, limit: int) -> None:
         """The synthetic web's answer instead of a request (``raycrawl.testing.synthetic``; never in a crawl)."""
         assert self._synthetic is not None
         r = ex.result
@@ -432,7 +363,7 @@ class Fetcher:
 
     # --- on the calling thread -----------------------------------------------------------------------
 
-    def _finish(self, ex: _Exchange) -> None:
+    def _finish(self, ex: Exchange) -> None:
         r = ex.result
         if r.status is None:
             return
@@ -455,21 +386,12 @@ class Fetcher:
             links = extract_links(html, r.lease.request_url, self.settings.tracking_params, self.settings.max_outlinks)
             r.outlinks, r.spellings, r.links_capped = links.urls, links.spellings, links.capped
             if ex.render is not None:
-                self._add_rendered_links(ex)
+                add_rendered_links(ex, self.settings)
         if self._extraction is not None and r.lease.kind == "page" and 200 <= r.status < 300 and not too_large:
             self._extract(ex, self._extraction)
-        if self._warc is not None and (not too_large or self.settings.keep_truncated):
-            known = r.lease.entry.known
-            revisit = revisit_for(recrawl_outcome(r.status, known, r.sha256), known, r.lease.request_url, ex.body)
-            if revisit is None and self._hold and r.lease.kind == "page" and 200 <= r.status < 300 and ex.body:
-                # (a whole payload: truncated ones are written whole above, as they were read)
-                capture = Capture(r.lease.request_url, f"<urn:uuid:{uuid.uuid4()}>", warc_date(r.responded_at))
-                self._held.append((ex, (payload_key(r.sha256), capture)))
-                return
-            self._write(ex, too_large, revisit)
-        self._write_item(ex)
+        self._output.keep(ex, too_large)
 
-    def _redirect(self, ex: _Exchange) -> None:
+    def _redirect(self, ex: Exchange) -> None:
         """A redirect's target as the result's one link. Redirect targets go back through the frontier like any
         link: scope, robots, the address guard and dedup all apply to every hop there, and the hop count travels
         with the URL."""
@@ -484,91 +406,12 @@ class Fetcher:
                 r.spellings = {target: requested}
 
     @staticmethod
-    def _extract(ex: _Exchange, extraction: Extraction) -> None:
+    def _extract(ex: Exchange, extraction: Extraction) -> None:
         """The crawl's extractor and contract on the page (its verdict is put on the result with its item's line),
         and what score_links says its links are worth."""
         page = page_of(ex.result, ex.body, ex.raw_headers, ex.render)
         ex.judgement = extraction.judge(page)
         ex.result.link_scores = extraction.score_links(page, ex.judgement.item)
-
-    def _write_item(self, ex: _Exchange) -> None:
-        """The page's verdict on its result, and its item's line in the buffer (after its WARC: the line names
-        the capture's record)."""
-        judgement, r = ex.judgement, ex.result
-        if judgement is None or self._extraction is None:
-            return
-        r.verdict, r.verdict_reason, r.verdict_rule = judgement.verdict, judgement.reason, judgement.rule
-        if self._items is None or (judgement.item is None and judgement.verdict != "quarantined"):
-            return
-        line = ItemLine(
-            r.lease.url, iso_utc(r.responded_at or r.sent_at), r.warc_id, self._extraction.name,
-            self._extraction.settings.schema_version, judgement.verdict, judgement.reason, judgement.item,
-        )  # fmt: skip
-        start, end = self._items.write(line)
-        r.item = WarcSpan("", self._items.path.name, 0, start, end)
-
-    def _add_rendered_links(self, ex: _Exchange) -> None:
-        """The rendered DOM's links after the fetched page's own (those first, as they were), and the record's
-        account of the render."""
-        r, render = ex.result, ex.render
-        assert render is not None
-        r.render = render.summary()
-        if render.html is None:
-            return
-        s = self.settings
-        links = extract_links(render.html, r.lease.request_url, s.tracking_params, s.max_outlinks)
-        known = set(r.outlinks)
-        for url in links.urls:
-            if url not in known and len(r.outlinks) < s.max_outlinks:
-                known.add(url)
-                r.outlinks.append(url)
-                if url in links.spellings:
-                    r.spellings[url] = links.spellings[url]
-        r.links_capped = r.links_capped or links.capped
-        r.render["outlinks"] = len(links.urls)
-
-    def _write(self, ex: _Exchange, truncated: bool, revisit: Revisit | None, record_id: str | None = None) -> None:
-        assert self._warc is not None and ex.result.status is not None
-        r = ex.result
-        status = HttpStatus(r.status, _reason_bytes(ex.reason), ex.raw_headers)  # type: ignore[arg-type]
-        stored = self._warc.write(
-            r.lease.request_url, ex.request_headers, status, ex.body, truncated, ex.ip, r.responded_at, revisit,
-            record_id, ex.proxy,
-        )  # fmt: skip
-        end = stored.end
-        render = ex.render
-        if render is not None and render.html is not None:  # (the rendered DOM: a conversion of that response)
-            end = self._warc.write_conversion(
-                r.lease.request_url, render.html.encode("utf-8"), "text/html; charset=utf-8", stored.record_id
-            )
-            if render.screenshot is not None:
-                end = self._warc.write_conversion(r.lease.request_url, render.screenshot, "image/png", stored.record_id)
-        r.warc = WarcSpan("", self._warc.path.name, self._warc.head, stored.start, end)
-        r.warc_id, r.warc_date = stored.record_id, stored.date
-
-    # --- pages held for the payload registry (on the calling thread) -------------------------------------
-
-    def held_claims(self) -> list[Claim]:
-        """The held pages' claims to be their payload's first capture, in the order ``write_held`` takes answers."""
-        return [claim for _, claim in self._held]
-
-    def write_held(self, firsts: Sequence[Capture | None]) -> None:
-        """Write the held pages' WARC: whole when ``firsts`` says its payload is new (None), else a revisit record
-        naming the payload's first capture. A write that fails is its URL's error, as in ``_finished``."""
-        held, self._held = self._held, []
-        for (ex, (_, capture)), first in zip(held, firsts, strict=True):
-            r = ex.result
-            try:
-                revisit = duplicate_revisit(first, ex.body) if first is not None else None
-                self._write(ex, False, revisit, capture.record_id)
-                if first is not None:
-                    r.duplicate_of, r.warc_id, r.warc_date = first.url, first.record_id, first.date
-                self._write_item(ex)
-            except Exception as exc:
-                r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
-                r.outlinks, r.spellings, r.warc = [], {}, None
-                r.verdict = r.verdict_reason = r.verdict_rule = r.item = None
-        self._flush()
 
 
 async def sleep_until(when: float) -> None:
@@ -579,9 +422,9 @@ async def sleep_until(when: float) -> None:
         await asyncio.sleep(left)
 
 
-def _unsent(lease: Lease) -> _Exchange:
+def _unsent(lease: Lease) -> Exchange:
     """A run's lease given back without a request (core/runs.py)."""
-    ex = _Exchange(FetchResult(lease=lease, unsent=True))
+    ex = Exchange(FetchResult(lease=lease, unsent=True))
     ex.result.responded_at = ex.result.ended_at = time.time()
     return ex
 
@@ -609,14 +452,6 @@ def _peer_address(response: aiohttp.ClientResponse) -> str | None:
     transport = getattr(protocol, "transport", None)
     peer = transport.get_extra_info("peername") if transport is not None else None
     return str(peer[0]) if isinstance(peer, tuple) and peer else None
-
-
-def _reason_bytes(reason: str) -> bytes:
-    """The reason phrase's bytes as sent (aiohttp decoded them with surrogate escapes)."""
-    try:
-        return reason.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return reason.encode("utf-8", "replace")
 
 
 _FETCHERS: dict[FetchSettings, Fetcher] = {}
