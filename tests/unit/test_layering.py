@@ -135,3 +135,9 @@ def test_the_purity_rule_sees_a_print_a_clock_and_an_open(tmp_path: Path) -> Non
         "core/bad.py:6 calls open()",
         "core/bad.py:6 calls datetime.now()",
     ]
+
+
+def test_test_files_have_names_of_their_own() -> None:
+    """pytest imports test files by their base name (tests/ has no packages): two of one name cannot both run."""
+    names = [path.name for path in (REPO / "tests").rglob("test_*.py")]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
