@@ -114,49 +114,60 @@ def junk_links(self_netloc: str) -> list[str]:
 
 
 def route(path: str, self_netloc: str, canary: str) -> Response:
+    """The hostile host's answer to ``path``: a page of its own by exact path, else by the path's prefix, else 404."""
     p = path.split("?", 1)[0]
-    if p == "/robots.txt":
-        return 200, [("Content-Type", "text/plain")], ROBOTS
-    if p == "/":
-        return 200, [HTML], _page(index_links(canary), "hostile index")
-    if p.startswith("/trap/deep/"):
-        depth = p.rstrip("/").count("/")
-        return 200, [HTML], _page([f"{depth}/"])  # one level deeper, forever
-    if p.startswith("/trap/repeat/"):
-        return 200, [HTML], _page(["a/"])  # /a/a/a/... forever
-    if p.startswith("/loop/"):
-        return 302, [("Location", "/loop/b" if p == "/loop/a" else "/loop/a")], b""
-    if p.startswith("/chain/") and p[7:].isdigit():
-        return 302, [("Location", f"/chain/{int(p[7:]) + 1}")], b""
-    if p == "/endless-429":
-        return 429, [("Retry-After", "1")], b"slow down\n"
-    if p == "/huge":
-        return 200, [HTML], Streamed(HUGE_BYTES // (64 * 1024) * 64 * 1024, _huge)
-    if p.startswith("/bomb/"):
-        kind = p[6:]
-        bomb = {"gzip": gzip_bomb, "deflate": deflate_bomb, "br": brotli_bomb}[kind]()
-        return 200, [HTML, ("Content-Encoding", kind)], bomb
-    if p == "/drip":
-        return 200, [HTML], Streamed(100_000, _drip)
-    if p == "/enc/utf16":  # no charset in the header: the BOM says UTF-16
-        return 200, [HTML], codecs.BOM_UTF16_LE + _page(["/enc/found-utf16"]).decode().encode("utf-16-le")
-    if p == "/enc/meta":  # no charset in the header: <meta charset> says windows-1251
-        body = '<html><head><meta charset="windows-1251"></head><body><a href="/enc/ж">ж</a></body></html>'
-        return 200, [HTML], body.encode("cp1251")
-    if p == "/enc/broken":  # declared UTF-8, with bytes that are not
-        broken = b"<!-- \xc3( \xff -->" + _page(["/enc/found-broken"])
-        return 200, [("Content-Type", "text/html; charset=utf-8")], broken
-    if p == "/enc/unknown":
-        return 200, [("Content-Type", "text/html; charset=x-no-such-charset")], _page(["/enc/found-unknown"])
-    if p.startswith("/enc/"):
-        return 200, [HTML], _page([], p)
-    if p == "/junk":
-        return 200, [HTML], _page(junk_links(self_netloc))
-    if p == "/to-canary" and canary:
-        return 302, [("Location", canary_spellings(canary)[2])], b""
-    if p in ("/cred", "/protocol-relative"):
-        return 200, [HTML], _page([], p)
-    return 404, [], b"not found\n"
+    exact = _EXACT.get(p)
+    answer = exact(self_netloc, canary) if exact is not None else None
+    for prefix, by_path in _PREFIXES if answer is None else ():
+        if p.startswith(prefix) and (answer := by_path(p)) is not None:
+            break
+    return answer if answer is not None else (404, [], b"not found\n")
+
+
+def _enc_meta(netloc: str, canary: str) -> Response:  # no charset in the header: <meta charset> says windows-1251
+    body = '<html><head><meta charset="windows-1251"></head><body><a href="/enc/ж">ж</a></body></html>'
+    return 200, [HTML], body.encode("cp1251")
+
+
+def _bomb(p: str) -> Response:
+    kind = p[6:]
+    bomb = {"gzip": gzip_bomb, "deflate": deflate_bomb, "br": brotli_bomb}[kind]()
+    return 200, [HTML, ("Content-Encoding", kind)], bomb
+
+
+# path -> (the host's netloc, the canary) -> its answer (None: as if the path were not here)
+_EXACT: dict[str, Callable[[str, str], Response | None]] = {
+    "/robots.txt": lambda netloc, canary: (200, [("Content-Type", "text/plain")], ROBOTS),
+    "/": lambda netloc, canary: (200, [HTML], _page(index_links(canary), "hostile index")),
+    "/endless-429": lambda netloc, canary: (429, [("Retry-After", "1")], b"slow down\n"),
+    "/huge": lambda netloc, canary: (200, [HTML], Streamed(HUGE_BYTES // (64 * 1024) * 64 * 1024, _huge)),
+    "/drip": lambda netloc, canary: (200, [HTML], Streamed(100_000, _drip)),
+    # no charset in the header: the BOM says UTF-16
+    "/enc/utf16": lambda netloc, canary: (
+        200, [HTML], codecs.BOM_UTF16_LE + _page(["/enc/found-utf16"]).decode().encode("utf-16-le")
+    ),
+    "/enc/meta": _enc_meta,
+    # declared UTF-8, with bytes that are not
+    "/enc/broken": lambda netloc, canary: (
+        200, [("Content-Type", "text/html; charset=utf-8")], b"<!-- \xc3( \xff -->" + _page(["/enc/found-broken"])
+    ),
+    "/enc/unknown": lambda netloc, canary: (
+        200, [("Content-Type", "text/html; charset=x-no-such-charset")], _page(["/enc/found-unknown"])
+    ),
+    "/junk": lambda netloc, canary: (200, [HTML], _page(junk_links(netloc))),
+    "/to-canary": lambda netloc, canary: (302, [("Location", canary_spellings(canary)[2])], b"") if canary else None,
+    "/cred": lambda netloc, canary: (200, [HTML], _page([], "/cred")),
+    "/protocol-relative": lambda netloc, canary: (200, [HTML], _page([], "/protocol-relative")),
+}  # fmt: skip
+# path prefix -> path -> its answer (None: not here), tried in order
+_PREFIXES: list[tuple[str, Callable[[str], Response | None]]] = [
+    ("/trap/deep/", lambda p: (200, [HTML], _page([f"{p.rstrip('/').count('/')}/"]))),  # one level deeper, forever
+    ("/trap/repeat/", lambda p: (200, [HTML], _page(["a/"]))),  # /a/a/a/... forever
+    ("/loop/", lambda p: (302, [("Location", "/loop/b" if p == "/loop/a" else "/loop/a")], b"")),
+    ("/chain/", lambda p: (302, [("Location", f"/chain/{int(p[7:]) + 1}")], b"") if p[7:].isdigit() else None),
+    ("/bomb/", _bomb),
+    ("/enc/", lambda p: (200, [HTML], _page([], p))),
+]
 
 
 # What a crawl of the hostile host must record for each case: path -> (outcome, error contains).
