@@ -18,7 +18,15 @@ from typing import Any
 
 from raycrawl import operate, reextract
 from raycrawl.adapters.snapshots import redis_url_for_messages
-from raycrawl.config import DURATIONS, FIELD_TYPES, PYTHON_ONLY, CrawlConfig, load_named_config
+from raycrawl.config import (
+    DURATIONS,
+    FIELD_TYPES,
+    HELP_GROUPS,
+    PYTHON_ONLY,
+    SETTINGS,
+    CrawlConfig,
+    load_named_config,
+)
 from raycrawl.core.revisit_schedule import format_duration
 from raycrawl.errors import RaycrawlError
 from raycrawl.progress import Progress
@@ -26,186 +34,16 @@ from raycrawl.version import __version__
 
 DISK_FULL = 6  # the exit code of a crawl stopped cleanly because a disk holding queued URLs is full
 
-HELP = {
-    "seeds_file": "file with one seed URL per line (# comments allowed)",
-    "out": "where the output goes: a directory, or a URI such as s3://bucket/prefix (pages/, warc/, stats.json)",
-    "max_part_bytes": "a WARC or pages part is closed and stored when its buffer passes this size",
-    "max_pages": "stop after this many pages were fetched (a limit: --resume with a larger one goes on)",
-    "leftovers": "what a --max-pages/--time-limit stop does with queued URLs: keep them for --resume,"
-    " or record each as out_of_budget (final)",
-    "max_depth": "do not follow links more than this many hops from a seed",
-    "time_limit": "stop after this many seconds of crawling (worker start-up excluded)",
-    "scope": "which links to follow: host (the seeds' hosts), domain (their registered domains), any",
-    "allow": "only follow URLs matching this regex (repeatable)",
-    "deny": "never follow URLs matching this regex (repeatable; wins over --allow)",
-    "tracking_params": "query parameters dropped from URLs, comma-separated fnmatch patterns",
-    "delay": "minimum seconds between two requests to one host",
-    "delay_factor": "a host's delay is at least this many times its last exchange's duration (0: off)",
-    "min_delay": "floor of any host's delay",
-    "max_delay": "ceiling of any host's delay",
-    "max_crawl_delay": "largest robots.txt Crawl-delay honoured",
-    "crawl_delay_policy": "a Crawl-delay over the cap: cap it (and count it) or skip the host",
-    "max_retry_after": "longest Retry-After honoured, seconds",
-    "backoff_base": "first backoff after a transient failure, doubling per failure in a row",
-    "max_backoff": "longest backoff, seconds",
-    "pause_after": "pause a host after this many 403/451 in a row",
-    "per_host_concurrency": "requests in flight per host",
-    "shards": "number of frontier shards",
-    "dedup_partitions": "number of seen-set partitions (dedup actors), each owning a share of the fingerprints",
-    "dedup": "seen-set: exact (64-bit fingerprints, ~9.6 B/URL) or bloom (smaller, may drop a few URLs)",
-    "bloom_capacity": "URLs the Bloom filter is sized for",
-    "bloom_error_rate": "the Bloom filter's false-positive rate at capacity",
-    "user_agent": "User-Agent header; its product token picks robots.txt groups",
-    "allow_private_networks": "allow connecting to private, loopback and link-local addresses (off by default)",
-    "allow_network": "allow connecting to this CIDR even if private, e.g. 10.0.0.0/8 (repeatable)",
-    "resolve": "pin a host name to an address, HOST=IP (repeatable), like curl --resolve",
-    "proxy": "send requests through this proxy: http, https, socks5; a password as ${VAR} (repeatable: a pool)",
-    "proxy_file": "a pool of proxies, one URL a line (added to --proxy's)",
-    "proxy_rules": "per-host egress, HOST_PATTERN=none|pool|PROXY_URL ... (repeatable; first match wins)",
-    "proxy_cooldown": "a proxy that fails 3 times in a row rests this long, doubling each time",
-    "render": "hand pages to headless Chromium: never, always, or auto (those that look like a script's shell)",
-    "render_rules": "per-URL rendering, URL_PATTERN=always|never|auto (repeatable; first match wins)",
-    "render_workers": "render actors at the fewest, a browser each (on nodes with a 'browser' resource if any)",
-    "render_workers_max": "the most render actors: the pool grows to this with its queue (0: render_workers)",
-    "render_pages": "pages each render actor renders at once",
-    "render_timeout": "a page's load and settle, its scripts' requests included, end by this",
-    "render_settle": "this long with no request in flight counts as settled",
-    "render_max_requests": "requests a rendered page's scripts may make (the rest refused, counted)",
-    "render_restart_pages": "a browser is replaced after this many pages",
-    "render_max_memory_mb": "... or when its processes hold more than this",
-    "render_browser": "Chromium's executable (default: the system's, apt-get install chromium)",
-    "render_screenshots": "a PNG of each rendered page, in the WARC as a resource record",
-    "ray_address": "address of a running Ray cluster",
-    "fetch_batch_size": "URLs per fetch task when enough are due",
-    "run_length": "URLs of a due host leased at once and sent one after another by one fetch task (1: one at a time)",
-    "max_tasks_in_flight": "fetch tasks running at once",
-    "fetch_task_cpus": "CPUs a fetch task reserves",
-    "timeout": "connect/read timeout per request, seconds",
-    "fetch_deadline": "total seconds one fetch may take, on top of --timeout: cuts off slow drips",
-    "max_body_bytes": "largest decoded body read, in bytes; larger ends as too_large",
-    "keep_truncated": "keep the first max-body-bytes of a too_large body in the WARC",
-    "max_redirects": "redirect hops followed from one URL; more ends as an error with the chain",
-    "max_path_depth": "URLs with more path segments are rejected as a likely trap",
-    "max_repeated_segments": "a path segment repeated more times in a row is rejected as a trap",
-    "max_outlinks": "links taken from one page",
-    "max_pages_per_host": "URLs admitted per host; further ones are held for a --resume with a larger budget"
-    " (--leftovers record: recorded out_of_budget)",
-    "max_attempts": "attempts per URL for transient failures",
-    "max_queue_per_host": "queued URLs per host before new ones are shed as out_of_budget",
-    "max_queue_total": "with --workbench 0: queued URLs per shard before new ones are shed as out_of_budget",
-    "workbench": "queued URLs per host a shard keeps in memory; the rest wait on its node's disk (0: all in memory)",
-    "frontier_dir": "where shards keep queued URLs on their node's disk (default: the system's temporary directory)",
-    "lease_horizon": "how far ahead (s) a URL may be leased before its host is due",
-    "robots_ttl": "seconds a robots.txt is cached",
-    "recrawl": "fetch again the URLs an earlier crawl fetched (its --out), asking conditionally; WARC revisit"
-    " records for what did not change",
-    "priority": "add WEIGHT to the score of URLs matching the regular expression PATTERN (repeatable); higher"
-    " scores are fetched first",
-    "sitemaps": "read no sitemaps (robots.txt Sitemap: lines, their indexes and files)",
-    "sitemap_xml": "also try /sitemap.xml on every host (robots.txt need not name it)",
-    "max_sitemaps_per_host": "sitemap files fetched per host in a run; more end as out_of_budget",
-    "extract": "make items of pages where they are fetched: builtin:article (title, text, markdown, author, date"
-    " ...), builtin:meta (title, description, canonical, hreflang, OpenGraph, JSON-LD), or module:function"
-    " (extract(page) -> dict | None, importable on the workers); items go to OUT/items/ (raycrawl.read_items)",
-    "extract_fields": "an item field from a CSS selector, NAME=css:SELECTOR[::text|::attr(NAME)] or"
-    " NAME=css-all:... (a list of every match)",
-    "extract_timeout": "a page's extraction that runs longer is stopped and the page quarantined",
-    "schema_version": "the items' schema version, a column of every item (yours to set)",
-    "require": "the contract: an accepted item has this field, not empty (else the page is rejected)",
-    "min_chars": "the contract: FIELD=N, an accepted item's text field has at least N characters",
-    "languages": "the contract: an accepted item's language is one of these (comma-separated, e.g. en,de)",
-    "content_types": "the contract: an accepted page's media type is one of these (e.g. text/html)",
-    "accept": "the contract: module:function, accept(page, item) -> True or a reason to reject",
-    "score_links": "a focused crawl: module:function, score_links(page, item) -> a number for all of the page's"
-    " links or {link URL: number}; added to the links' scores (one unit is one level of depth), higher first",
-    "follow_rejected": "follow the links of pages the contract rejected (by default they are not followed)",
-    "max_accepted": "stop after this many pages were accepted (a limit: --resume with a larger one goes on)",
-    "max_accepted_per_host": "pages accepted per host; its further URLs are held for a --resume with a larger"
-    " budget (--leftovers record: recorded out_of_budget)",
-    "warc": "write no WARC files",
-    "revisit_duplicates": "store every page's payload whole, even one this crawl already stored under another URL"
-    " (by default such a page is a WARC revisit record naming the first URL)",
-    "revisit": "crawl continuously: every page kept is fetched again (conditionally) when due, and the crawl does"
-    " not end when its frontier is empty (--time-limit, Ctrl-C or stop end a run; --resume goes on)",
-    "revisit_schedule": "adaptive: shorter after a change, longer after none (within --revisit-min/--revisit-max);"
-    " fixed: every --revisit-after",
-    "revisit_after": "a page's first interval (adaptive) or every interval (fixed): 90s, 10m, 6h, 7d",
-    "revisit_min": "shortest adaptive interval",
-    "revisit_max": "longest adaptive interval",
-    "revisit_rules": "a fixed interval for the URLs matching the regular expression PATTERN, e.g. /news/=1h",
-    "seen_ttl": "the seen-set forgets a URL after this long: a link to it found later queues it again (default:"
-    " never; with --revisit, twice --revisit-max)",
-    "shared_politeness": "share one politeness budget per host with every crawl that names the same: cluster (this"
-    " Ray cluster's registry) or redis://... (with crawls anywhere, and other tools)",
-    "rollover": "output parts by period: pages/PERIOD/ and warc/PERIOD/, a checkpoint as each period ends (1d, 6h)",
-    "checkpoint_interval": "seconds between checkpoints",
-    "redis_url": "keep checkpoints in Redis (redis://[:password@]host:port/db)",
-    "crawl_id": "name of the crawl in the checkpoint store",
-    "resume": "continue the crawl from its last checkpoint",
-    "retry_errors": "with --resume: crawl again the URLs whose records ended in error (their new records replace"
-    " the old ones)",
-    "retry_budget": "with --retry-errors: the URLs that ended out_of_budget too",
-    "retry_quarantined": "with --resume: fetch and extract again the pages whose extraction was quarantined (after"
-    " you fixed the cause); their new records and items replace the old ones",
-    "strict": "a malformed seed is an error instead of a warning",
-    "fresh": "replace an earlier crawl's output in --out",
-    "quiet": "no progress bar or progress lines",
-}
-
-
-# The flags of `raycrawl crawl`, grouped as an operator looks for them (every CrawlConfig field is in one group).
+# What --help says of each flag, made from the settings' own descriptions (config.py ``setting(...)``).
+HELP = {name: info.help for name, info in SETTINGS.items() if info.help}
+# The flags of `raycrawl crawl`, grouped as an operator looks for them (every CrawlConfig field names its group).
 GROUPS: dict[str, tuple[str, ...]] = {
-    "scope and limits": ("seeds_file", "scope", "allow", "deny", "max_depth", "max_pages", "time_limit",
-                         "max_pages_per_host", "leftovers", "tracking_params", "strict", "recrawl", "priority",
-                         "sitemaps", "sitemap_xml", "max_sitemaps_per_host"),
-    "politeness": ("delay", "delay_factor", "min_delay", "max_delay", "max_crawl_delay", "crawl_delay_policy",
-                   "max_retry_after", "backoff_base", "max_backoff", "pause_after", "per_host_concurrency",
-                   "user_agent", "robots_ttl", "shared_politeness"),
-    "output and durability": ("out", "warc", "keep_truncated", "revisit_duplicates", "checkpoint_interval",
-                              "max_part_bytes", "rollover", "redis_url", "crawl_id", "resume", "retry_errors",
-                              "retry_budget", "retry_quarantined", "fresh", "quiet"),
-    "fetching and bounds": ("timeout", "fetch_deadline", "max_body_bytes", "max_redirects", "max_path_depth",
-                            "max_repeated_segments", "max_outlinks", "max_attempts", "max_queue_per_host",
-                            "max_queue_total", "workbench", "frontier_dir", "allow_private_networks", "allow_network",
-                            "resolve"),
-    "pages into data": ("extract", "extract_fields", "extract_timeout", "schema_version", "require", "min_chars",
-                        "languages", "content_types", "accept", "score_links", "follow_rejected", "max_accepted",
-                        "max_accepted_per_host"),
-    "proxies": ("proxy", "proxy_file", "proxy_rules", "proxy_cooldown"),
-    "rendering": ("render", "render_rules", "render_workers", "render_workers_max", "render_pages", "render_timeout",
-                  "render_settle", "render_max_requests", "render_restart_pages", "render_max_memory_mb",
-                  "render_browser", "render_screenshots"),
-    "continuous crawling": ("revisit", "revisit_schedule", "revisit_after", "revisit_min", "revisit_max",
-                            "revisit_rules", "seen_ttl"),
-    "cluster": ("ray_address", "shards", "dedup_partitions", "dedup", "bloom_capacity", "bloom_error_rate",
-                "fetch_batch_size", "max_tasks_in_flight", "fetch_task_cpus", "lease_horizon", "run_length"),
-}  # fmt: skip
+    title: tuple(name for name, info in SETTINGS.items() if info.group == title) for title in HELP_GROUPS
+}
 # What to give, where the type alone does not say it.
-METAVARS = {
-    "seeds_file": "FILE", "allow": "REGEX", "deny": "REGEX", "tracking_params": "PATTERNS", "user_agent": "AGENT",
-    "out": "DIR", "recrawl": "PREVIOUS_OUT", "priority": "PATTERN=WEIGHT", "redis_url": "URL", "crawl_id": "NAME",
-    "allow_network": "CIDR",
-    "resolve": "HOST=IP",
-    "ray_address": "ADDRESS", "max_body_bytes": "BYTES", "delay_factor": "FACTOR", "bloom_error_rate": "RATE",
-    "fetch_task_cpus": "CPUS",
-    "revisit_after": "DURATION", "revisit_min": "DURATION", "revisit_max": "DURATION",
-    "revisit_rules": "PATTERN=DURATION", "rollover": "DURATION", "seen_ttl": "DURATION",
-    "shared_politeness": "cluster|URL",
-    "proxy": "URL", "proxy_file": "FILE", "proxy_rules": "HOST_PATTERN=TARGET", "proxy_cooldown": "DURATION",
-    "render_rules": "URL_PATTERN=MODE", "render_timeout": "DURATION", "render_settle": "DURATION",
-    "render_browser": "PATH", "render_max_memory_mb": "MB",
-    "extract": "SPEC", "extract_fields": "NAME=css:SELECTOR", "schema_version": "VERSION", "require": "FIELD",
-    "min_chars": "FIELD=N", "languages": "LANGS", "content_types": "TYPES", "accept": "module:function",
-    "score_links": "module:function",
-}  # fmt: skip
-SECONDS = {"time_limit", "delay", "min_delay", "max_delay", "max_crawl_delay", "max_retry_after", "backoff_base",
-           "max_backoff", "robots_ttl", "checkpoint_interval", "timeout", "fetch_deadline",
-           "lease_horizon", "extract_timeout"}  # fmt: skip
-
-NO_DEFAULT = {"shards": "one per CPU, at least 2", "dedup_partitions": "one per 8 CPUs, at least 1",
-              "seen_ttl": "never; with --revisit, twice --revisit-max",
-              "crawl_id": "the --out directory's name",
-              "ray_address": "RAY_ADDRESS, else a local Ray", "redis_url": "none: OUT/checkpoints"}  # fmt: skip
+METAVARS = {name: info.metavar for name, info in SETTINGS.items() if info.metavar is not None}
+SECONDS = {name for name, info in SETTINGS.items() if info.unit == "seconds"}
+NO_DEFAULT = {name: info.default_text for name, info in SETTINGS.items() if info.default_text is not None}
 
 EPILOG = """examples:
   raycrawl crawl https://example.com/ --out example-out --max-pages 500 --delay 2

@@ -53,6 +53,34 @@ CrawlDelayPolicy = Literal["cap", "skip"]
 Leftovers = Literal["keep", "record"]
 
 
+# The groups of ``raycrawl crawl --help``, in the order it shows them (each setting names its own).
+HELP_GROUPS = ("scope and limits", "politeness", "output and durability", "fetching and bounds", "pages into data",
+               "proxies", "rendering", "continuous crawling", "cluster")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """What the command line, the TOML and environment readers, resuming and the docs know of a setting: written
+    once, on its field (``setting(...)``); the tables they use are made from these (``SETTINGS``)."""
+
+    help: str = ""  # its --help line
+    group: str | None = None  # its --help group (HELP_GROUPS); None: no flag of its own (the seeds, Python only)
+    unit: Literal["seconds", "duration"] | None = None  # seconds (SECONDS in --help), or a duration such as 7d
+    metavar: str | None = None  # what --help says to give, where the type does not say it
+    default_text: str | None = None  # what --help says the default is, where None means more than "none"
+    resume: Literal["saved", "fixed", "per_run"] = "saved"  # fixed: a resume may not change it; per_run: not saved
+    spec: bool = False  # a module:function (from Python, the function itself)
+    python_only: bool = False  # no flag, TOML key or environment variable: an object, not text
+    toml: tuple[str, str] | None = None  # also a key of a TOML table: (table, key), e.g. ("extract", "timeout")
+    at_least: float | None = None  # the least value it may take (a setting that may be None: when it is not)
+
+
+def setting(default: Any, help: str = "", **described: Any) -> Any:
+    """A CrawlConfig field: its default and what is known of it (``Setting``); ``compare``/``repr`` go to the field."""
+    field_options = {key: described.pop(key) for key in ("compare", "repr") if key in described}
+    return dataclasses.field(default=default, metadata={"setting": Setting(help, **described)}, **field_options)
+
+
 def _default(section: type, name: str) -> Any:
     """A setting's default, from the section of settings that owns it (core/): each is defined once, there."""
     return section.__dataclass_fields__[name].default  # type: ignore[attr-defined]
@@ -62,129 +90,647 @@ def _default(section: type, name: str) -> Any:
 class CrawlConfig:
     """Everything a crawl needs to know; see the README's flag table for each field's meaning."""
 
-    seeds: tuple[str, ...] = ()
-    seeds_file: str | None = None
-    recrawl: str | None = None  # an earlier crawl's output: its URLs are fetched again, conditionally
-    out: str = "crawl-out"
-    max_pages: int | None = None
-    max_depth: int | None = _default(RecordRules, "max_depth")
-    time_limit: float | None = None
-    scope: Scope = "host"
-    allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
-    tracking_params: tuple[str, ...] = _default(FetchSettings, "tracking_params")
-    delay: float = _default(DelayPolicy, "delay")
-    delay_factor: float = _default(DelayPolicy, "delay_factor")
-    min_delay: float = _default(DelayPolicy, "min_delay")
-    max_delay: float = _default(DelayPolicy, "max_delay")
-    max_crawl_delay: float = _default(DelayPolicy, "max_crawl_delay")
-    crawl_delay_policy: CrawlDelayPolicy = _default(FrontierSettings, "crawl_delay_policy")  # noqa: RUF009 (a str)
-    max_retry_after: float = _default(DelayPolicy, "max_retry_after")
-    backoff_base: float = _default(DelayPolicy, "backoff_base")
-    max_backoff: float = _default(DelayPolicy, "max_backoff")
-    pause_after: int = _default(FrontierSettings, "pause_after")
-    per_host_concurrency: int = _default(FrontierSettings, "per_host_concurrency")
-    shards: int | None = None
-    dedup: DedupKind = "exact"
-    dedup_partitions: int | None = None
-    bloom_capacity: int = 10_000_000
-    bloom_error_rate: float = 0.001
-    user_agent: str = _default(FetchSettings, "user_agent")
-    allow_private_networks: bool = _default(FetchSettings, "allow_private_networks")
-    allow_network: tuple[str, ...] = _default(FetchSettings, "allow_network")
-    resolve: tuple[str, ...] = ()
-    ray_address: str | None = None
-    fetch_batch_size: int = _default(LoopSettings, "fetch_batch_size")
-    max_tasks_in_flight: int = _default(LoopSettings, "max_tasks_in_flight")
-    fetch_task_cpus: float = 1.0  # (each task running at once is a worker process: fewer, fuller ones cost less CPU)
-    timeout: float = _default(FetchSettings, "timeout")
-    fetch_deadline: float = _default(FetchSettings, "fetch_deadline")
-    max_body_bytes: int = _default(FetchSettings, "max_body_bytes")
-    keep_truncated: bool = _default(FetchSettings, "keep_truncated")
-    revisit_duplicates: bool = _default(FetchSettings, "revisit_duplicates")
-    max_redirects: int = _default(RecordRules, "max_redirects")
-    max_path_depth: int = _default(TrapRules, "max_path_depth")
-    max_repeated_segments: int = _default(TrapRules, "max_repeated_segments")
-    max_outlinks: int = _default(FetchSettings, "max_outlinks")
-    max_pages_per_host: int | None = _default(FrontierSettings, "max_pages_per_host")
-    leftovers: Leftovers = _default(LoopSettings, "leftovers")  # noqa: RUF009 (a str)
-    max_attempts: int = _default(FrontierSettings, "max_attempts")
-    max_queue_per_host: int = _default(FrontierSettings, "max_queue_per_host")
-    max_queue_total: int = _default(FrontierSettings, "max_queue_total")
-    workbench: int = _default(FrontierSettings, "workbench")
-    frontier_dir: str = ""
-    lease_horizon: float = _default(LoopSettings, "lease_horizon")
-    run_length: int = _default(FrontierSettings, "run_length")
-    robots_ttl: float = _default(FrontierSettings, "robots_ttl")
-    sitemaps: bool = _default(FrontierSettings, "sitemaps")
-    sitemap_xml: bool = _default(FrontierSettings, "sitemap_xml")
-    max_sitemaps_per_host: int = _default(FrontierSettings, "max_sitemaps_per_host")
-    priority: tuple[str, ...] = ()  # PATTERN=WEIGHT rules added to a URL's score (core/priority.py)
+    seeds: tuple[str, ...] = setting((), resume="per_run")
+    seeds_file: str | None = setting(
+        None,
+        "file with one seed URL per line (# comments allowed)",
+        group="scope and limits",
+        metavar="FILE",
+        resume="per_run",
+    )
+    recrawl: str | None = setting(
+        None,
+        (
+            "fetch again the URLs an earlier crawl fetched (its --out), asking conditionally; WARC revisit "
+            "records for what did not change"
+        ),
+        group="scope and limits",
+        metavar="PREVIOUS_OUT",
+        resume="per_run",
+    )  # an earlier crawl's output: its URLs are fetched again, conditionally
+    out: str = setting(
+        "crawl-out",
+        ("where the output goes: a directory, or a URI such as s3://bucket/prefix (pages/, warc/, stats.json)"),
+        group="output and durability",
+        metavar="DIR",
+        resume="per_run",
+    )
+    max_pages: int | None = setting(
+        None,
+        "stop after this many pages were fetched (a limit: --resume with a larger one goes on)",
+        group="scope and limits",
+    )
+    max_depth: int | None = setting(
+        _default(RecordRules, "max_depth"),
+        "do not follow links more than this many hops from a seed",
+        group="scope and limits",
+    )
+    time_limit: float | None = setting(
+        None,
+        "stop after this many seconds of crawling (worker start-up excluded)",
+        group="scope and limits",
+        unit="seconds",
+    )
+    scope: Scope = setting(
+        "host",
+        "which links to follow: host (the seeds' hosts), domain (their registered domains), any",
+        group="scope and limits",
+        resume="fixed",
+    )
+    allow: tuple[str, ...] = setting(
+        (),
+        "only follow URLs matching this regex (repeatable)",
+        group="scope and limits",
+        metavar="REGEX",
+        resume="fixed",
+    )
+    deny: tuple[str, ...] = setting(
+        (),
+        "never follow URLs matching this regex (repeatable; wins over --allow)",
+        group="scope and limits",
+        metavar="REGEX",
+        resume="fixed",
+    )
+    tracking_params: tuple[str, ...] = setting(
+        _default(FetchSettings, "tracking_params"),
+        "query parameters dropped from URLs, comma-separated fnmatch patterns",
+        group="scope and limits",
+        metavar="PATTERNS",
+        resume="fixed",
+    )
+    delay: float = setting(
+        _default(DelayPolicy, "delay"),
+        "minimum seconds between two requests to one host",
+        group="politeness",
+        unit="seconds",
+    )
+    delay_factor: float = setting(
+        _default(DelayPolicy, "delay_factor"),
+        "a host's delay is at least this many times its last exchange's duration (0: off)",
+        group="politeness",
+        metavar="FACTOR",
+    )
+    min_delay: float = setting(
+        _default(DelayPolicy, "min_delay"), "floor of any host's delay", group="politeness", unit="seconds"
+    )
+    max_delay: float = setting(
+        _default(DelayPolicy, "max_delay"), "ceiling of any host's delay", group="politeness", unit="seconds"
+    )
+    max_crawl_delay: float = setting(
+        _default(DelayPolicy, "max_crawl_delay"),
+        "largest robots.txt Crawl-delay honoured",
+        group="politeness",
+        unit="seconds",
+    )
+    crawl_delay_policy: CrawlDelayPolicy = setting(
+        _default(FrontierSettings, "crawl_delay_policy"),
+        "a Crawl-delay over the cap: cap it (and count it) or skip the host",
+        group="politeness",
+    )
+    max_retry_after: float = setting(
+        _default(DelayPolicy, "max_retry_after"),
+        "longest Retry-After honoured, seconds",
+        group="politeness",
+        unit="seconds",
+    )
+    backoff_base: float = setting(
+        _default(DelayPolicy, "backoff_base"),
+        "first backoff after a transient failure, doubling per failure in a row",
+        group="politeness",
+        unit="seconds",
+    )
+    max_backoff: float = setting(
+        _default(DelayPolicy, "max_backoff"), "longest backoff, seconds", group="politeness", unit="seconds"
+    )
+    pause_after: int = setting(
+        _default(FrontierSettings, "pause_after"), "pause a host after this many 403/451 in a row", group="politeness"
+    )
+    per_host_concurrency: int = setting(
+        _default(FrontierSettings, "per_host_concurrency"), "requests in flight per host", group="politeness"
+    )
+    shards: int | None = setting(
+        None, "number of frontier shards", group="cluster", default_text="one per CPU, at least 2", resume="fixed"
+    )
+    dedup: DedupKind = setting(
+        "exact",
+        "seen-set: exact (64-bit fingerprints, ~9.6 B/URL) or bloom (smaller, may drop a few URLs)",
+        group="cluster",
+        resume="fixed",
+    )
+    dedup_partitions: int | None = setting(
+        None,
+        "number of seen-set partitions (dedup actors), each owning a share of the fingerprints",
+        group="cluster",
+        default_text="one per 8 CPUs, at least 1",
+        resume="fixed",
+    )
+    bloom_capacity: int = setting(10_000_000, "URLs the Bloom filter is sized for", group="cluster", resume="fixed")
+    bloom_error_rate: float = setting(
+        0.001, "the Bloom filter's false-positive rate at capacity", group="cluster", metavar="RATE", resume="fixed"
+    )
+    user_agent: str = setting(
+        _default(FetchSettings, "user_agent"),
+        "User-Agent header; its product token picks robots.txt groups",
+        group="politeness",
+        metavar="AGENT",
+        resume="fixed",
+    )
+    allow_private_networks: bool = setting(
+        _default(FetchSettings, "allow_private_networks"),
+        "allow connecting to private, loopback and link-local addresses (off by default)",
+        group="fetching and bounds",
+    )
+    allow_network: tuple[str, ...] = setting(
+        _default(FetchSettings, "allow_network"),
+        "allow connecting to this CIDR even if private, e.g. 10.0.0.0/8 (repeatable)",
+        group="fetching and bounds",
+        metavar="CIDR",
+    )
+    resolve: tuple[str, ...] = setting(
+        (),
+        "pin a host name to an address, HOST=IP (repeatable), like curl --resolve",
+        group="fetching and bounds",
+        metavar="HOST=IP",
+    )
+    ray_address: str | None = setting(
+        None,
+        "address of a running Ray cluster",
+        group="cluster",
+        metavar="ADDRESS",
+        default_text="RAY_ADDRESS, else a local Ray",
+        resume="per_run",
+    )
+    fetch_batch_size: int = setting(
+        _default(LoopSettings, "fetch_batch_size"), "URLs per fetch task when enough are due", group="cluster"
+    )
+    max_tasks_in_flight: int = setting(
+        _default(LoopSettings, "max_tasks_in_flight"), "fetch tasks running at once", group="cluster"
+    )
+    fetch_task_cpus: float = setting(
+        1.0, "CPUs a fetch task reserves", group="cluster", metavar="CPUS"
+    )  # (each task running at once is a worker process: fewer, fuller ones cost less CPU)
+    timeout: float = setting(
+        _default(FetchSettings, "timeout"),
+        "connect/read timeout per request, seconds",
+        group="fetching and bounds",
+        unit="seconds",
+    )
+    fetch_deadline: float = setting(
+        _default(FetchSettings, "fetch_deadline"),
+        "total seconds one fetch may take, on top of --timeout: cuts off slow drips",
+        group="fetching and bounds",
+        unit="seconds",
+    )
+    max_body_bytes: int = setting(
+        _default(FetchSettings, "max_body_bytes"),
+        "largest decoded body read, in bytes; larger ends as too_large",
+        group="fetching and bounds",
+        metavar="BYTES",
+    )
+    keep_truncated: bool = setting(
+        _default(FetchSettings, "keep_truncated"),
+        "keep the first max-body-bytes of a too_large body in the WARC",
+        group="output and durability",
+    )
+    revisit_duplicates: bool = setting(
+        _default(FetchSettings, "revisit_duplicates"),
+        (
+            "store every page's payload whole, even one this crawl already stored under another URL (by "
+            "default such a page is a WARC revisit record naming the first URL)"
+        ),
+        group="output and durability",
+    )
+    max_redirects: int = setting(
+        _default(RecordRules, "max_redirects"),
+        "redirect hops followed from one URL; more ends as an error with the chain",
+        group="fetching and bounds",
+    )
+    max_path_depth: int = setting(
+        _default(TrapRules, "max_path_depth"),
+        "URLs with more path segments are rejected as a likely trap",
+        group="fetching and bounds",
+    )
+    max_repeated_segments: int = setting(
+        _default(TrapRules, "max_repeated_segments"),
+        "a path segment repeated more times in a row is rejected as a trap",
+        group="fetching and bounds",
+    )
+    max_outlinks: int = setting(
+        _default(FetchSettings, "max_outlinks"), "links taken from one page", group="fetching and bounds"
+    )
+    max_pages_per_host: int | None = setting(
+        _default(FrontierSettings, "max_pages_per_host"),
+        (
+            "URLs admitted per host; further ones are held for a --resume with a larger budget (--leftovers "
+            "record: recorded out_of_budget)"
+        ),
+        group="scope and limits",
+    )
+    leftovers: Leftovers = setting(
+        _default(LoopSettings, "leftovers"),
+        (
+            "what a --max-pages/--time-limit stop does with queued URLs: keep them for --resume, or record "
+            "each as out_of_budget (final)"
+        ),
+        group="scope and limits",
+    )
+    max_attempts: int = setting(
+        _default(FrontierSettings, "max_attempts"),
+        "attempts per URL for transient failures",
+        group="fetching and bounds",
+    )
+    max_queue_per_host: int = setting(
+        _default(FrontierSettings, "max_queue_per_host"),
+        "queued URLs per host before new ones are shed as out_of_budget",
+        group="fetching and bounds",
+    )
+    max_queue_total: int = setting(
+        _default(FrontierSettings, "max_queue_total"),
+        "with --workbench 0: queued URLs per shard before new ones are shed as out_of_budget",
+        group="fetching and bounds",
+    )
+    workbench: int = setting(
+        _default(FrontierSettings, "workbench"),
+        ("queued URLs per host a shard keeps in memory; the rest wait on its node's disk (0: all in memory)"),
+        group="fetching and bounds",
+    )
+    frontier_dir: str = setting(
+        "",
+        "where shards keep queued URLs on their node's disk (default: the system's temporary directory)",
+        group="fetching and bounds",
+    )
+    lease_horizon: float = setting(
+        _default(LoopSettings, "lease_horizon"),
+        "how far ahead (s) a URL may be leased before its host is due",
+        group="cluster",
+        unit="seconds",
+    )
+    run_length: int = setting(
+        _default(FrontierSettings, "run_length"),
+        ("URLs of a due host leased at once and sent one after another by one fetch task (1: one at a time)"),
+        group="cluster",
+    )
+    robots_ttl: float = setting(
+        _default(FrontierSettings, "robots_ttl"), "seconds a robots.txt is cached", group="politeness", unit="seconds"
+    )
+    sitemaps: bool = setting(
+        _default(FrontierSettings, "sitemaps"),
+        "read no sitemaps (robots.txt Sitemap: lines, their indexes and files)",
+        group="scope and limits",
+    )
+    sitemap_xml: bool = setting(
+        _default(FrontierSettings, "sitemap_xml"),
+        "also try /sitemap.xml on every host (robots.txt need not name it)",
+        group="scope and limits",
+    )
+    max_sitemaps_per_host: int = setting(
+        _default(FrontierSettings, "max_sitemaps_per_host"),
+        "sitemap files fetched per host in a run; more end as out_of_budget",
+        group="scope and limits",
+    )
+    priority: tuple[str, ...] = setting(
+        (),
+        (
+            "add WEIGHT to the score of URLs matching the regular expression PATTERN (repeatable); higher "
+            "scores are fetched first"
+        ),
+        group="scope and limits",
+        metavar="PATTERN=WEIGHT",
+    )  # PATTERN=WEIGHT rules added to a URL's score (core/priority.py)
     # A continuous crawl (core/revisit_schedule.py): every page kept is due again after an interval
-    revisit: bool = _default(RevisitPolicy, "revisit")
-    revisit_schedule: ScheduleKind = _default(RevisitPolicy, "revisit_schedule")  # noqa: RUF009 (a str)
-    revisit_after: float = _default(RevisitPolicy, "revisit_after")
-    revisit_min: float = _default(RevisitPolicy, "revisit_min")
-    revisit_max: float = _default(RevisitPolicy, "revisit_max")
-    revisit_rules: tuple[str, ...] = ()  # PATTERN=DURATION: a fixed interval for the URLs it matches
-    rollover: float | None = _default(LoopSettings, "rollover")  # output parts by period (core/rollover.py)
+    revisit: bool = setting(
+        _default(RevisitPolicy, "revisit"),
+        (
+            "crawl continuously: every page kept is fetched again (conditionally) when due, and the crawl "
+            "does not end when its frontier is empty (--time-limit, Ctrl-C or stop end a run; --resume goes "
+            "on)"
+        ),
+        group="continuous crawling",
+    )
+    revisit_schedule: ScheduleKind = setting(
+        _default(RevisitPolicy, "revisit_schedule"),
+        (
+            "adaptive: shorter after a change, longer after none (within --revisit-min/--revisit-max); "
+            "fixed: every --revisit-after"
+        ),
+        group="continuous crawling",
+    )
+    revisit_after: float = setting(
+        _default(RevisitPolicy, "revisit_after"),
+        "a page's first interval (adaptive) or every interval (fixed): 90s, 10m, 6h, 7d",
+        group="continuous crawling",
+        unit="duration",
+        metavar="DURATION",
+    )
+    revisit_min: float = setting(
+        _default(RevisitPolicy, "revisit_min"),
+        "shortest adaptive interval",
+        group="continuous crawling",
+        unit="duration",
+        metavar="DURATION",
+    )
+    revisit_max: float = setting(
+        _default(RevisitPolicy, "revisit_max"),
+        "longest adaptive interval",
+        group="continuous crawling",
+        unit="duration",
+        metavar="DURATION",
+    )
+    revisit_rules: tuple[str, ...] = setting(
+        (),
+        "a fixed interval for the URLs matching the regular expression PATTERN, e.g. /news/=1h",
+        group="continuous crawling",
+        metavar="PATTERN=DURATION",
+    )  # PATTERN=DURATION: a fixed interval for the URLs it matches
+    rollover: float | None = setting(
+        _default(LoopSettings, "rollover"),
+        ("output parts by period: pages/PERIOD/ and warc/PERIOD/, a checkpoint as each period ends (1d, 6h)"),
+        group="output and durability",
+        unit="duration",
+        metavar="DURATION",
+    )  # output parts by period (core/rollover.py)
     # the seen-set forgets a URL after this (core/seen_expiry.py); None: never, or with revisit 2 x revisit_max
-    seen_ttl: float | None = None
+    seen_ttl: float | None = setting(
+        None,
+        (
+            "the seen-set forgets a URL after this long: a link to it found later queues it again (default: "
+            "never; with --revisit, twice --revisit-max)"
+        ),
+        group="continuous crawling",
+        unit="duration",
+        metavar="DURATION",
+        default_text="never; with --revisit, twice --revisit-max",
+    )
     # one politeness budget per host with every crawl that names the same: "cluster" (the Ray cluster's registry
     # actor) or a redis:// URL (core/host_budget.py); None: this crawl's own clocks only
-    shared_politeness: str | None = None
+    shared_politeness: str | None = setting(
+        None,
+        (
+            "share one politeness budget per host with every crawl that names the same: cluster (this Ray "
+            "cluster's registry) or redis://... (with crawls anywhere, and other tools)"
+        ),
+        group="politeness",
+        metavar="cluster|URL",
+        resume="per_run",
+    )
     # Egress through proxies (core/proxy_routes.py): the default pool, a pool file, and per-host rules
-    proxy: tuple[str, ...] = ()  # proxy URLs; a password as ${VARIABLE}, from the environment
-    proxy_file: str | None = None  # one proxy URL a line (read where the crawl starts)
-    proxy_rules: tuple[str, ...] = ()  # HOST_PATTERN=none|pool|PROXY_URL [PROXY_URL ...], first match wins
-    proxy_cooldown: float = 60.0  # a proxy failing 3 times in a row rests this long (doubling each time)
+    proxy: tuple[str, ...] = setting(
+        (),
+        "send requests through this proxy: http, https, socks5; a password as ${VAR} (repeatable: a pool)",
+        group="proxies",
+        metavar="URL",
+    )  # proxy URLs; a password as ${VARIABLE}, from the environment
+    proxy_file: str | None = setting(
+        None, "a pool of proxies, one URL a line (added to --proxy's)", group="proxies", metavar="FILE"
+    )  # one proxy URL a line (read where the crawl starts)
+    proxy_rules: tuple[str, ...] = setting(
+        (),
+        "per-host egress, HOST_PATTERN=none|pool|PROXY_URL ... (repeatable; first match wins)",
+        group="proxies",
+        metavar="HOST_PATTERN=TARGET",
+    )  # HOST_PATTERN=none|pool|PROXY_URL [PROXY_URL ...], first match wins
+    proxy_cooldown: float = setting(
+        60.0,
+        "a proxy that fails 3 times in a row rests this long, doubling each time",
+        group="proxies",
+        unit="duration",
+        metavar="DURATION",
+    )  # a proxy failing 3 times in a row rests this long (doubling each time)
     # Pages that need a browser (core/render_rules.py, core/render_jobs.py): which, and the render pool
-    render: RenderMode = "never"
-    render_rules: tuple[str, ...] = ()  # URL_PATTERN=always|never|auto, first match wins
-    render_workers: int = _default(RenderSettings, "render_workers")
-    render_workers_max: int = _default(RenderSettings, "render_workers_max")
-    render_pages: int = _default(RenderSettings, "render_pages")
-    render_timeout: float = _default(RenderSettings, "render_timeout")
-    render_settle: float = _default(RenderSettings, "render_settle")
-    render_max_requests: int = _default(RenderSettings, "render_max_requests")
-    render_restart_pages: int = _default(RenderSettings, "render_restart_pages")
-    render_max_memory_mb: int = _default(RenderSettings, "render_max_memory_mb")
-    render_browser: str = _default(RenderSettings, "render_browser")
-    render_screenshots: bool = _default(RenderSettings, "render_screenshots")
+    render: RenderMode = setting(
+        "never",
+        "hand pages to headless Chromium: never, always, or auto (those that look like a script's shell)",
+        group="rendering",
+    )
+    render_rules: tuple[str, ...] = setting(
+        (),
+        "per-URL rendering, URL_PATTERN=always|never|auto (repeatable; first match wins)",
+        group="rendering",
+        metavar="URL_PATTERN=MODE",
+    )  # URL_PATTERN=always|never|auto, first match wins
+    render_workers: int = setting(
+        _default(RenderSettings, "render_workers"),
+        "render actors at the fewest, a browser each (on nodes with a 'browser' resource if any)",
+        group="rendering",
+    )
+    render_workers_max: int = setting(
+        _default(RenderSettings, "render_workers_max"),
+        "the most render actors: the pool grows to this with its queue (0: render_workers)",
+        group="rendering",
+    )
+    render_pages: int = setting(
+        _default(RenderSettings, "render_pages"), "pages each render actor renders at once", group="rendering"
+    )
+    render_timeout: float = setting(
+        _default(RenderSettings, "render_timeout"),
+        "a page's load and settle, its scripts' requests included, end by this",
+        group="rendering",
+        unit="duration",
+        metavar="DURATION",
+    )
+    render_settle: float = setting(
+        _default(RenderSettings, "render_settle"),
+        "this long with no request in flight counts as settled",
+        group="rendering",
+        unit="duration",
+        metavar="DURATION",
+    )
+    render_max_requests: int = setting(
+        _default(RenderSettings, "render_max_requests"),
+        "requests a rendered page's scripts may make (the rest refused, counted)",
+        group="rendering",
+    )
+    render_restart_pages: int = setting(
+        _default(RenderSettings, "render_restart_pages"),
+        "a browser is replaced after this many pages",
+        group="rendering",
+    )
+    render_max_memory_mb: int = setting(
+        _default(RenderSettings, "render_max_memory_mb"),
+        "... or when its processes hold more than this",
+        group="rendering",
+        metavar="MB",
+    )
+    render_browser: str = setting(
+        _default(RenderSettings, "render_browser"),
+        "Chromium's executable (default: the system's, apt-get install chromium)",
+        group="rendering",
+        metavar="PATH",
+    )
+    render_screenshots: bool = setting(
+        _default(RenderSettings, "render_screenshots"),
+        "a PNG of each rendered page, in the WARC as a resource record",
+        group="rendering",
+    )
     # Pages into data (issue 47): an extractor where pages are fetched, a content contract, items exactly once.
     # extract and accept: builtin:NAME or module:function (from Python, the function itself, shipped by Ray)
-    extract: str | None = None
-    extract_fields: tuple[str, ...] = ()  # NAME=css:SELECTOR[::text|::attr(NAME)], the TOML [extract.fields]
-    extract_timeout: float = _default(ExtractSettings, "extract_timeout")
-    schema_version: str = _default(ExtractSettings, "schema_version")
-    require: tuple[str, ...] = ()  # the contract (core/contract.py): fields an accepted item has, not empty
-    min_chars: tuple[str, ...] = ()  # FIELD=N: a text field's least length
-    languages: tuple[str, ...] = ()  # the item's language's primary subtag, one of these
-    content_types: tuple[str, ...] = ()  # the page's media type, one of these
-    accept: str | None = None  # accept(page, item) -> True | "reason"
+    extract: str | None = setting(
+        None,
+        (
+            "make items of pages where they are fetched: builtin:article (title, text, markdown, author, "
+            "date ...), builtin:meta (title, description, canonical, hreflang, OpenGraph, JSON-LD), or "
+            "module:function (extract(page) -> dict | None, importable on the workers); items go to "
+            "OUT/items/ (raycrawl.read_items)"
+        ),
+        group="pages into data",
+        metavar="SPEC",
+        spec=True,
+        toml=("extract", "function"),
+    )
+    extract_fields: tuple[str, ...] = setting(
+        (),
+        (
+            "an item field from a CSS selector, NAME=css:SELECTOR[::text|::attr(NAME)] or NAME=css-all:... "
+            "(a list of every match)"
+        ),
+        group="pages into data",
+        metavar="NAME=css:SELECTOR",
+        toml=("extract", "fields"),
+    )  # NAME=css:SELECTOR[::text|::attr(NAME)], the TOML [extract.fields]
+    extract_timeout: float = setting(
+        _default(ExtractSettings, "extract_timeout"),
+        "a page's extraction that runs longer is stopped and the page quarantined",
+        group="pages into data",
+        unit="seconds",
+        toml=("extract", "timeout"),
+    )
+    schema_version: str = setting(
+        _default(ExtractSettings, "schema_version"),
+        "the items' schema version, a column of every item (yours to set)",
+        group="pages into data",
+        metavar="VERSION",
+        toml=("extract", "schema_version"),
+    )
+    require: tuple[str, ...] = setting(
+        (),
+        "the contract: an accepted item has this field, not empty (else the page is rejected)",
+        group="pages into data",
+        metavar="FIELD",
+        toml=("accept", "require"),
+    )  # the contract (core/contract.py): fields an accepted item has, not empty
+    min_chars: tuple[str, ...] = setting(
+        (),
+        "the contract: FIELD=N, an accepted item's text field has at least N characters",
+        group="pages into data",
+        metavar="FIELD=N",
+        toml=("accept", "min_chars"),
+    )  # FIELD=N: a text field's least length
+    languages: tuple[str, ...] = setting(
+        (),
+        "the contract: an accepted item's language is one of these (comma-separated, e.g. en,de)",
+        group="pages into data",
+        metavar="LANGS",
+        toml=("accept", "languages"),
+    )  # the item's language's primary subtag, one of these
+    content_types: tuple[str, ...] = setting(
+        (),
+        "the contract: an accepted page's media type is one of these (e.g. text/html)",
+        group="pages into data",
+        metavar="TYPES",
+        toml=("accept", "content_types"),
+    )  # the page's media type, one of these
+    accept: str | None = setting(
+        None,
+        "the contract: module:function, accept(page, item) -> True or a reason to reject",
+        group="pages into data",
+        metavar="module:function",
+        spec=True,
+        toml=("accept", "function"),
+    )  # accept(page, item) -> True | "reason"
     # Focused crawls (issue 48): score_links(page, item) -> float | {link URL: float}, added to the links' scores
-    score_links: str | None = None
-    follow_rejected: bool = _default(RecordRules, "follow_rejected")
-    max_accepted: int | None = None
-    max_accepted_per_host: int | None = _default(FrontierSettings, "max_accepted_per_host")
-    warc: bool = True
-    checkpoint_interval: float = _default(LoopSettings, "checkpoint_interval")
-    redis_url: str | None = None
-    crawl_id: str | None = None
-    resume: bool = False
-    retry_errors: bool = False  # with resume: URLs whose records ended in error are crawled again
-    retry_budget: bool = False  # ... and those that ended out_of_budget
-    retry_quarantined: bool = False  # with resume: pages whose extraction was quarantined are fetched again
-    strict: bool = False
-    fresh: bool = False
-    quiet: bool = False
-    max_part_bytes: int = _default(LoopSettings, "max_part_bytes")
+    score_links: str | None = setting(
+        None,
+        (
+            "a focused crawl: module:function, score_links(page, item) -> a number for all of the page's "
+            "links or {link URL: number}; added to the links' scores (one unit is one level of depth), "
+            "higher first"
+        ),
+        group="pages into data",
+        metavar="module:function",
+        spec=True,
+        toml=("extract", "score_links"),
+    )
+    follow_rejected: bool = setting(
+        _default(RecordRules, "follow_rejected"),
+        "follow the links of pages the contract rejected (by default they are not followed)",
+        group="pages into data",
+    )
+    max_accepted: int | None = setting(
+        None,
+        "stop after this many pages were accepted (a limit: --resume with a larger one goes on)",
+        group="pages into data",
+    )
+    max_accepted_per_host: int | None = setting(
+        _default(FrontierSettings, "max_accepted_per_host"),
+        (
+            "pages accepted per host; its further URLs are held for a --resume with a larger budget "
+            "(--leftovers record: recorded out_of_budget)"
+        ),
+        group="pages into data",
+    )
+    warc: bool = setting(True, "write no WARC files", group="output and durability")
+    checkpoint_interval: float = setting(
+        _default(LoopSettings, "checkpoint_interval"),
+        "seconds between checkpoints",
+        group="output and durability",
+        unit="seconds",
+    )
+    redis_url: str | None = setting(
+        None,
+        "keep checkpoints in Redis (redis://[:password@]host:port/db)",
+        group="output and durability",
+        metavar="URL",
+        default_text="none: OUT/checkpoints",
+        resume="per_run",
+    )
+    crawl_id: str | None = setting(
+        None,
+        "name of the crawl in the checkpoint store",
+        group="output and durability",
+        metavar="NAME",
+        default_text="the --out directory's name",
+        resume="per_run",
+    )
+    resume: bool = setting(
+        False, "continue the crawl from its last checkpoint", group="output and durability", resume="per_run"
+    )
+    retry_errors: bool = setting(
+        False,
+        ("with --resume: crawl again the URLs whose records ended in error (their new records replace the old ones)"),
+        group="output and durability",
+        resume="per_run",
+    )  # with resume: URLs whose records ended in error are crawled again
+    retry_budget: bool = setting(
+        False,
+        "with --retry-errors: the URLs that ended out_of_budget too",
+        group="output and durability",
+        resume="per_run",
+    )  # ... and those that ended out_of_budget
+    retry_quarantined: bool = setting(
+        False,
+        (
+            "with --resume: fetch and extract again the pages whose extraction was quarantined (after you "
+            "fixed the cause); their new records and items replace the old ones"
+        ),
+        group="output and durability",
+        resume="per_run",
+    )  # with resume: pages whose extraction was quarantined are fetched again
+    strict: bool = setting(False, "a malformed seed is an error instead of a warning", group="scope and limits")
+    fresh: bool = setting(
+        False, "replace an earlier crawl's output in --out", group="output and durability", resume="per_run"
+    )
+    quiet: bool = setting(False, "no progress bar or progress lines", group="output and durability", resume="per_run")
+    max_part_bytes: int = setting(
+        _default(LoopSettings, "max_part_bytes"),
+        "a WARC or pages part is closed and stored when its buffer passes this size",
+        group="output and durability",
+    )
     # Python only (as Ray Data's ``filesystem=``): a pyarrow.fs or fsspec filesystem that ``out`` is a path in.
-    filesystem: Any = dataclasses.field(default=None, compare=False, repr=False)
+    filesystem: Any = setting(None, resume="per_run", python_only=True, compare=False, repr=False)
     # Python only: score(url, depth) -> float, higher first, instead of -depth (shipped to the shards by Ray).
-    score: Any = dataclasses.field(default=None, compare=False, repr=False)
+    score: Any = setting(None, resume="per_run", python_only=True, compare=False, repr=False)
     # Made where the crawl starts, never given (raycrawl/proxies.py): the proxies with their credentials.
-    egress: Any = dataclasses.field(default=None, compare=False, repr=False)
+    egress: Any = setting(None, resume="per_run", python_only=True, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):  # a list where a tuple is declared is what a notebook user writes
@@ -403,6 +949,10 @@ def _validate(cfg: CrawlConfig) -> None:
         value = getattr(cfg, f.name)
         if isinstance(value, int | float) and not isinstance(value, bool) and f.name not in PYTHON_ONLY:
             need(math.isfinite(value) and abs(value) <= MAX_NUMBER, f.name, f"a finite number up to {MAX_NUMBER:.0e}")
+            info = SETTINGS[f.name]
+            if info.at_least is not None:  # (the least value its description gives)
+                what = "seconds" if info.unit == "seconds" else "a number"
+                need(value >= info.at_least, f.name, f"{what} >= {info.at_least:g}")
 
 
 def _validate_functions(cfg: CrawlConfig) -> None:
@@ -462,15 +1012,11 @@ def _field_types() -> dict[str, Any]:
 
 
 # Settings that are durations: seconds, or 90s, 10m, 6h, 7d
-DURATIONS = frozenset(
-    {"revisit_after", "revisit_min", "revisit_max", "rollover", "seen_ttl", "proxy_cooldown", "render_timeout",
-     "render_settle"}
-)  # fmt: skip
-# A spec in every layer; from Python, the function too
-CALLABLE_OR_SPEC = frozenset({"extract", "accept", "score_links"})
-PYTHON_ONLY = frozenset(
-    {"filesystem", "score", "egress"}
-)  # no flag, TOML key or environment variable: an object, not text
+# What each setting is, from its field; and the tables made from that.
+SETTINGS: dict[str, Setting] = {f.name: f.metadata["setting"] for f in dataclasses.fields(CrawlConfig)}
+DURATIONS = frozenset(name for name, info in SETTINGS.items() if info.unit == "duration")
+CALLABLE_OR_SPEC = frozenset(name for name, info in SETTINGS.items() if info.spec)
+PYTHON_ONLY = frozenset(name for name, info in SETTINGS.items() if info.python_only)
 FIELD_TYPES = _field_types()
 
 
@@ -619,12 +1165,11 @@ def read_toml(path: str | os.PathLike[str], sources: dict[str, str] | None = Non
 
 
 # The keys of the [extract] and [accept] tables, and the settings they are
-TABLE_KEYS = {
-    "extract": {"function": "extract", "fields": "extract_fields", "timeout": "extract_timeout",
-                "schema_version": "schema_version", "score_links": "score_links"},
-    "accept": {"function": "accept", "require": "require", "min_chars": "min_chars", "languages": "languages",
-               "content_types": "content_types"},
-}  # fmt: skip
+# The keys of the TOML tables ([extract], [accept]) and the settings they are: the table's function first.
+TABLE_KEYS: dict[str, dict[str, str]] = {}
+_TABLED = [(info.toml, name) for name, info in SETTINGS.items() if info.toml is not None]
+for (_table, _key), _name in sorted(_TABLED, key=lambda tabled: tabled[0][1] != "function"):  # (stable sort)
+    TABLE_KEYS.setdefault(_table, {})[_key] = _name
 
 
 def _table_settings(table_name: str, table: dict[str, Any]) -> dict[str, Any]:
@@ -765,42 +1310,9 @@ def load_named_config(
 # A crawl's settings travel with its checkpoints
 
 # Settings a running crawl cannot change: what was seen, queued or decided under them would no longer hold.
-FIXED_ON_RESUME = frozenset(
-    {
-        "scope",
-        "allow",
-        "deny",
-        "tracking_params",
-        "dedup",
-        "bloom_capacity",
-        "bloom_error_rate",
-        "shards",
-        "dedup_partitions",
-        "user_agent",
-    }
-)
+FIXED_ON_RESUME = frozenset(name for name, info in SETTINGS.items() if info.resume == "fixed")
 # Settings that say how to run this command, not what the crawl is: never taken from a checkpoint.
-PER_RUN = frozenset(
-    {
-        "seeds",
-        "seeds_file",
-        "recrawl",
-        "retry_errors",
-        "retry_budget",
-        "retry_quarantined",
-        "out",
-        "redis_url",
-        "shared_politeness",  # (a redis:// URL may hold a password: never written into checkpoints)
-        "crawl_id",
-        "ray_address",
-        "resume",
-        "fresh",
-        "quiet",
-        "filesystem",
-        "score",
-        "egress",
-    }
-)
+PER_RUN = frozenset(name for name, info in SETTINGS.items() if info.resume == "per_run")
 
 
 def saved_settings(cfg: CrawlConfig) -> dict[str, Any]:
