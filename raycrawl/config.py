@@ -675,6 +675,13 @@ class CrawlConfig:
         group="output and durability",
         unit="seconds",
     )
+    stats_interval: float = setting(
+        5.0,
+        "seconds between two writes of stats.json (and of the Prometheus gauges)",
+        group="output and durability",
+        unit="seconds",
+        at_least=0.5,
+    )
     redis_url: str | None = setting(
         None,
         "keep checkpoints in Redis (redis://[:password@]host:port/db)",

@@ -532,7 +532,7 @@ class Coordinator:
             stopping = loop.stop_reason or loop.user_stop
             self._status = self._progress("stopping" if stopping else "paused" if loop.paused else "running")
         now = time.time()
-        if now - self._last_stats >= reporting.STATS_EVERY:
+        if now - self._last_stats >= self.cfg.stats_interval:
             self._last_stats = now
             summary = self._summary()
             self._write_stats(summary)

@@ -17,7 +17,6 @@ from raycrawl.core.crawl_loop import CrawlLoop
 from raycrawl.core.partitions import merge_stats
 from raycrawl.core.proxy_routes import merge_health
 
-STATS_EVERY = 5.0
 TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
 
 
