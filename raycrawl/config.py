@@ -171,7 +171,11 @@ class CrawlConfig:
         metavar="FACTOR",
     )
     min_delay: float = setting(
-        _default(DelayPolicy, "min_delay"), "floor of any host's delay", group="politeness", unit="seconds"
+        _default(DelayPolicy, "min_delay"),
+        "floor of any host's delay",
+        group="politeness",
+        unit="seconds",
+        at_least=0,
     )
     max_delay: float = setting(
         _default(DelayPolicy, "max_delay"), "ceiling of any host's delay", group="politeness", unit="seconds"
@@ -181,6 +185,7 @@ class CrawlConfig:
         "largest robots.txt Crawl-delay honoured",
         group="politeness",
         unit="seconds",
+        at_least=0,
     )
     crawl_delay_policy: CrawlDelayPolicy = setting(
         _default(FrontierSettings, "crawl_delay_policy"),
@@ -192,6 +197,7 @@ class CrawlConfig:
         "longest Retry-After honoured, seconds",
         group="politeness",
         unit="seconds",
+        at_least=0,
     )
     backoff_base: float = setting(
         _default(DelayPolicy, "backoff_base"),
@@ -206,7 +212,10 @@ class CrawlConfig:
         _default(FrontierSettings, "pause_after"), "pause a host after this many 403/451 in a row", group="politeness"
     )
     per_host_concurrency: int = setting(
-        _default(FrontierSettings, "per_host_concurrency"), "requests in flight per host", group="politeness"
+        _default(FrontierSettings, "per_host_concurrency"),
+        "requests in flight per host",
+        group="politeness",
+        at_least=1,
     )
     shards: int | None = setting(
         None, "number of frontier shards", group="cluster", default_text="one per CPU, at least 2", resume="fixed"
@@ -261,10 +270,16 @@ class CrawlConfig:
         resume="per_run",
     )
     fetch_batch_size: int = setting(
-        _default(LoopSettings, "fetch_batch_size"), "URLs per fetch task when enough are due", group="cluster"
+        _default(LoopSettings, "fetch_batch_size"),
+        "URLs per fetch task when enough are due",
+        group="cluster",
+        at_least=1,
     )
     max_tasks_in_flight: int = setting(
-        _default(LoopSettings, "max_tasks_in_flight"), "fetch tasks running at once", group="cluster"
+        _default(LoopSettings, "max_tasks_in_flight"),
+        "fetch tasks running at once",
+        group="cluster",
+        at_least=1,
     )
     fetch_task_cpus: float = setting(
         1.0, "CPUs a fetch task reserves", group="cluster", metavar="CPUS"
@@ -309,14 +324,19 @@ class CrawlConfig:
         _default(TrapRules, "max_path_depth"),
         "URLs with more path segments are rejected as a likely trap",
         group="fetching and bounds",
+        at_least=1,
     )
     max_repeated_segments: int = setting(
         _default(TrapRules, "max_repeated_segments"),
         "a path segment repeated more times in a row is rejected as a trap",
         group="fetching and bounds",
+        at_least=1,
     )
     max_outlinks: int = setting(
-        _default(FetchSettings, "max_outlinks"), "links taken from one page", group="fetching and bounds"
+        _default(FetchSettings, "max_outlinks"),
+        "links taken from one page",
+        group="fetching and bounds",
+        at_least=1,
     )
     max_pages_per_host: int | None = setting(
         _default(FrontierSettings, "max_pages_per_host"),
@@ -325,6 +345,7 @@ class CrawlConfig:
             "record: recorded out_of_budget)"
         ),
         group="scope and limits",
+        at_least=1,
     )
     leftovers: Leftovers = setting(
         _default(LoopSettings, "leftovers"),
@@ -338,16 +359,19 @@ class CrawlConfig:
         _default(FrontierSettings, "max_attempts"),
         "attempts per URL for transient failures",
         group="fetching and bounds",
+        at_least=1,
     )
     max_queue_per_host: int = setting(
         _default(FrontierSettings, "max_queue_per_host"),
         "queued URLs per host before new ones are shed as out_of_budget",
         group="fetching and bounds",
+        at_least=1,
     )
     max_queue_total: int = setting(
         _default(FrontierSettings, "max_queue_total"),
         "with --workbench 0: queued URLs per shard before new ones are shed as out_of_budget",
         group="fetching and bounds",
+        at_least=1,
     )
     workbench: int = setting(
         _default(FrontierSettings, "workbench"),
@@ -387,6 +411,7 @@ class CrawlConfig:
         _default(FrontierSettings, "max_sitemaps_per_host"),
         "sitemap files fetched per host in a run; more end as out_of_budget",
         group="scope and limits",
+        at_least=0,
     )
     priority: tuple[str, ...] = setting(
         (),
@@ -539,6 +564,7 @@ class CrawlConfig:
         _default(RenderSettings, "render_max_requests"),
         "requests a rendered page's scripts may make (the rest refused, counted)",
         group="rendering",
+        at_least=0,
     )
     render_restart_pages: int = setting(
         _default(RenderSettings, "render_restart_pages"),
@@ -815,16 +841,12 @@ def _validate(cfg: CrawlConfig) -> None:
     need(cfg.dedup in ("exact", "bloom"), "dedup", "one of exact, bloom")
     need(math.isfinite(cfg.delay) and cfg.delay >= 0, "delay", "seconds >= 0")
     need(math.isfinite(cfg.delay_factor) and cfg.delay_factor >= 0, "delay_factor", "a factor >= 0 (0: off)")
-    need(cfg.min_delay >= 0, "min_delay", "seconds >= 0")
     need(cfg.max_delay >= max(cfg.min_delay, cfg.delay), "max_delay", "seconds >= delay and >= min_delay")
-    need(cfg.max_crawl_delay >= 0, "max_crawl_delay", "seconds >= 0")
     need(cfg.crawl_delay_policy in ("cap", "skip"), "crawl_delay_policy", "one of cap, skip")
     need(cfg.leftovers in ("keep", "record"), "leftovers", "one of keep, record")
-    need(cfg.max_retry_after >= 0, "max_retry_after", "seconds >= 0")
     need(cfg.backoff_base > 0, "backoff_base", "seconds > 0")
     need(cfg.max_backoff >= cfg.backoff_base, "max_backoff", "seconds >= backoff_base")
     need(cfg.pause_after >= 0, "pause_after", "a whole number >= 0 (0: never pause)")
-    need(cfg.per_host_concurrency >= 1, "per_host_concurrency", "a whole number >= 1")
     need(cfg.shards is None or 1 <= cfg.shards <= MAX_ACTORS, "shards", f"a whole number from 1 to {MAX_ACTORS}")
     need(
         cfg.dedup_partitions is None or 1 <= cfg.dedup_partitions <= MAX_ACTORS,
@@ -842,20 +864,11 @@ def _validate(cfg: CrawlConfig) -> None:
         "user_agent",
         "one printable line naming the crawler's product token, e.g. 'examplebot/1.0 (+https://example.com/bot)'",
     )
-    need(cfg.fetch_batch_size >= 1, "fetch_batch_size", "a whole number >= 1")
-    need(cfg.max_tasks_in_flight >= 1, "max_tasks_in_flight", "a whole number >= 1")
     need(0 < cfg.fetch_task_cpus <= 64, "fetch_task_cpus", "CPUs per fetch task, > 0")
     need(0 < cfg.timeout <= MAX_FETCH_SECONDS, "timeout", f"seconds > 0, at most {MAX_FETCH_SECONDS}")
     need(0 < cfg.fetch_deadline <= MAX_FETCH_SECONDS, "fetch_deadline", f"seconds > 0, at most {MAX_FETCH_SECONDS}")
     need(1024 <= cfg.max_body_bytes <= MAX_BODY_BYTES, "max_body_bytes", f"bytes from 1024 to {MAX_BODY_BYTES:,}")
     need(0 <= cfg.max_redirects <= 100, "max_redirects", "a whole number between 0 and 100")
-    need(cfg.max_path_depth >= 1, "max_path_depth", "a whole number >= 1")
-    need(cfg.max_repeated_segments >= 1, "max_repeated_segments", "a whole number >= 1")
-    need(cfg.max_outlinks >= 1, "max_outlinks", "a whole number >= 1")
-    need(cfg.max_pages_per_host is None or cfg.max_pages_per_host >= 1, "max_pages_per_host", "a whole number >= 1")
-    need(cfg.max_attempts >= 1, "max_attempts", "a whole number >= 1")
-    need(cfg.max_queue_per_host >= 1, "max_queue_per_host", "a whole number >= 1")
-    need(cfg.max_queue_total >= 1, "max_queue_total", "a whole number >= 1")
     need(cfg.workbench == 0 or cfg.workbench >= 2, "workbench", "0 (all in memory) or a whole number >= 2")
     need(0 <= cfg.lease_horizon <= 10, "lease_horizon", "seconds between 0 and 10")
     need(1 <= cfg.run_length <= 256, "run_length", "a whole number between 1 and 256")
@@ -866,7 +879,6 @@ def _validate(cfg: CrawlConfig) -> None:
             parse_rule(rule)
         except ValueError as exc:
             raise ConfigError(f"priority: {exc}", "priority") from None
-    need(cfg.max_sitemaps_per_host >= 0, "max_sitemaps_per_host", "a whole number >= 0")
     for name in DURATIONS:
         value = getattr(cfg, name)
         need(value is None or (isinstance(value, int | float) and math.isfinite(value)), name, "a duration")
@@ -908,7 +920,6 @@ def _validate(cfg: CrawlConfig) -> None:
         need(getattr(cfg, name) >= 1, name, "a whole number >= 1")
     need(cfg.render_workers_max == 0 or cfg.render_workers_max >= cfg.render_workers, "render_workers_max",
          "0 (a pool of render_workers) or a whole number >= render_workers")  # fmt: skip
-    need(cfg.render_max_requests >= 0, "render_max_requests", "a whole number >= 0")
     need(cfg.render_max_memory_mb >= 64, "render_max_memory_mb", "megabytes >= 64")
     need(cfg.render_timeout >= 1, "render_timeout", "a duration of at least 1s, e.g. 20s")
     need(0 <= cfg.render_settle < cfg.render_timeout, "render_settle", "a duration shorter than render_timeout")
@@ -958,7 +969,9 @@ def _validate(cfg: CrawlConfig) -> None:
             need(math.isfinite(value) and abs(value) <= MAX_NUMBER, f.name, f"a finite number up to {MAX_NUMBER:.0e}")
             info = SETTINGS[f.name]
             if info.at_least is not None:  # (the least value its description gives)
-                what = "seconds" if info.unit == "seconds" else "a number"
+                what = (
+                    "seconds" if info.unit == "seconds" else "a whole number" if isinstance(value, int) else "a number"
+                )
                 need(value >= info.at_least, f.name, f"{what} >= {info.at_least:g}")
 
 

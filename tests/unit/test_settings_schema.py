@@ -48,6 +48,6 @@ def test_what_a_setting_says_of_itself_is_its_help(capsys: pytest.CaptureFixture
 def test_a_least_value_in_a_description_is_checked_with_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
     described = dataclasses.replace(SETTINGS["max_attempts"], at_least=2)
     monkeypatch.setitem(SETTINGS, "max_attempts", described)
-    with pytest.raises(ConfigError, match=r"max_attempts = 1: expected a number >= 2"):
+    with pytest.raises(ConfigError, match=r"max_attempts = 1: expected a whole number >= 2"):
         load_config({"max_attempts": "1"}, None, {})
     assert load_config({"max_attempts": "2"}, None, {}).max_attempts == 2
