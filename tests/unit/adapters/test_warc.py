@@ -1,0 +1,82 @@
+"""WARC output: one gzip member per record, read back intact by warcio (what the archive tools make of the files:
+tests/e2e/test_warc_tools.py)."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+
+from raycrawl.adapters.warc import HttpStatus, WarcSink
+
+
+def _gzip_members(data: bytes) -> int:
+    members = 0
+    while data:
+        d = zlib.decompressobj(zlib.MAX_WBITS + 16)
+        d.decompress(data)
+        assert d.eof, "a truncated gzip member"
+        data = d.unused_data
+        members += 1
+    return members
+
+
+def _all_members(data: bytes) -> bytes:
+    out = b""
+    while data:
+        d = zlib.decompressobj(zlib.MAX_WBITS + 16)
+        out += d.decompress(data)
+        data = d.unused_data
+    return out
+
+
+def test_each_record_is_its_own_gzip_member_and_reads_back(tmp_path: Path) -> None:
+    sink = WarcSink(str(tmp_path), epoch=3)
+    bodies = [b"<html>" + bytes(range(256)) * i + b"</html>" for i in range(1, 6)]
+    for i, body in enumerate(bodies):
+        sink.write(
+            f"http://a.test/p/{i}",
+            [("Host", "a.test")],
+            HttpStatus(200, b"OK", [(b"Content-Type", b"text/html")]),
+            body,
+        )
+    sink.write("http://a.test/big", [("Host", "a.test")], HttpStatus(200, b"OK", []), b"x" * 100, truncated=True)
+    sink.close()
+    (path,) = tmp_path.glob("raycrawl-e000003-*.warc.gz")
+    assert _gzip_members(path.read_bytes()) == 1 + 2 * (len(bodies) + 1)  # warcinfo, then a request and a response each
+    with path.open("rb") as f:
+        records = [
+            (r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), r.rec_headers.get_header("WARC-Truncated"),
+             r.content_stream().read())
+            for r in ArchiveIterator(f)
+        ]  # fmt: skip
+    responses = [(uri, truncated, body) for kind, uri, truncated, body in records if kind == "response"]
+    assert responses == [(f"http://a.test/p/{i}", None, body) for i, body in enumerate(bodies)] + [
+        ("http://a.test/big", "length", b"x" * 100)
+    ]
+    assert [kind for kind, *_ in records].count("request") == len(bodies) + 1
+
+
+def test_the_status_line_and_headers_are_stored_as_the_server_sent_them(tmp_path: Path) -> None:
+    sink = WarcSink(str(tmp_path))
+    raw = [
+        (b"Content-Type", b"text/html; charset=\xff\xfe"),
+        (b"X-\xe9t\xe9", b"caf\xc3\xa9 \x80"),
+        (b"Content-Encoding", b"gzip"),  # (the stored body is the decoded one: this header goes)
+        (b"Content-Length", b"12"),
+    ]
+    sink.write("http://a.test/odd", [("Host", "a.test")], HttpStatus(200, b"\xd0\x9e\xff K", raw), b"hello")
+    sink.close()
+    (path,) = tmp_path.glob("*.warc.gz")
+    data = _all_members(path.read_bytes())
+    assert b"HTTP/1.1 200 \xd0\x9e\xff K\r\n" in data
+    assert b"Content-Type: text/html; charset=\xff\xfe\r\n" in data and b"X-\xe9t\xe9: caf\xc3\xa9 \x80\r\n" in data
+    assert b"Content-Encoding" not in data and b"Content-Length: 5\r\n\r\nhello" in data
+    with path.open("rb") as f:
+        responses = [
+            (r.http_headers.get_statuscode(), r.content_stream().read())
+            for r in ArchiveIterator(f)
+            if r.rec_type == "response"
+        ]
+    assert responses == [("200", b"hello")]
