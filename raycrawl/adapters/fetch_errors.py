@@ -12,6 +12,7 @@ import aiohttp
 from raycrawl.adapters.address_guard import BlockedAddress
 from raycrawl.core.clean import describe_exception
 from raycrawl.core.decoding import DecodingError
+from raycrawl.core.records import FetchResult
 
 
 class RedirectFailed(ValueError):
@@ -34,3 +35,12 @@ def fetch_error(exc: Exception, deadline: float) -> tuple[str, bool, str | None]
         return error, isinstance(exc, RedirectFailed) or not isinstance(exc, ValueError | BlockedAddress), None
     # anything else a server's bytes provoke: this URL's error, nothing more
     return describe_exception(exc), False, type(exc).__name__
+
+
+def fault_result(r: FetchResult, exc: Exception) -> None:
+    """The per-URL fault boundary's last resort (docs/architecture.md, invariant 7): an exception while finishing a
+    fetched result -- parsing, hashing, extracting, writing -- makes it this URL's error, with nothing it found (no
+    links, no verdict, no item). Not tried again: the same bytes would fail the same way."""
+    r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
+    r.outlinks, r.spellings = [], {}
+    r.verdict = r.verdict_reason = r.verdict_rule = r.item = None

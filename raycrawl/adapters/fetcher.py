@@ -43,7 +43,7 @@ from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, Guarde
 from raycrawl.adapters.egress import Egress, ProxyAuthRefused, ProxyUnreachable
 from raycrawl.adapters.exchange import Exchange
 from raycrawl.adapters.extraction import Extraction, page_of
-from raycrawl.adapters.fetch_errors import RedirectFailed, fetch_error
+from raycrawl.adapters.fetch_errors import RedirectFailed, fault_result, fetch_error
 from raycrawl.adapters.page_output import PageOutput
 from raycrawl.adapters.render_handoff import add_rendered_links, maybe_render, render_budget
 from raycrawl.core.addresses import is_ip_literal
@@ -198,10 +198,8 @@ class Fetcher:
         try:
             self._finish(item)
         except Exception as exc:
-            r = item.result
-            r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
-            r.outlinks, r.spellings, r.body = [], {}, None
-            r.verdict = r.verdict_reason = r.verdict_rule = r.item = None
+            fault_result(item.result, exc)
+            item.result.body = None
         return item.result
 
     def _flush(self) -> None:

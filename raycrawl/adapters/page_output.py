@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from raycrawl.adapters.exchange import Exchange
 from raycrawl.adapters.extraction import Extraction
+from raycrawl.adapters.fetch_errors import fault_result
 from raycrawl.adapters.items import ItemSink
 from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
 from raycrawl.core.captures import Capture, Claim, payload_key
-from raycrawl.core.clean import describe_exception
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.items import ItemLine
 from raycrawl.core.pages import iso_utc
@@ -137,9 +137,8 @@ class PageOutput:
                     r.duplicate_of, r.warc_id, r.warc_date = first.url, first.record_id, first.date
                 self._write_item(ex)
             except Exception as exc:
-                r.error, r.fault, r.transient = describe_exception(exc), type(exc).__name__, False
-                r.outlinks, r.spellings, r.warc = [], {}, None
-                r.verdict = r.verdict_reason = r.verdict_rule = r.item = None
+                fault_result(r, exc)
+                r.warc = None
         self.flush()
 
 

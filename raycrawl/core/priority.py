@@ -69,13 +69,14 @@ class Priority:
     def of(cls, rules: Iterable[str], score: UserScore | None = None, links_scored: bool = False) -> Priority:
         return cls(tuple(parse_rule(rule) for rule in rules), score, links_scored)
 
-    def frontier_key(self, warn: Warn = _silent) -> FrontierKey:
+    def frontier_key(self, warn: Warn | None = None) -> FrontierKey:
         """The frontier's key for an entry (lower first). Without rules or functions: by_depth, as fast as before
-        (the frontier ranks hosts by their best URL only when the key is not by_depth)."""
+        (the frontier ranks hosts by their best URL only when the key is not by_depth). ``warn``: how the score
+        function's failures are said (by default, not at all)."""
         if not self.rules and self.score is None and not self.links_scored:
             return by_depth
         compiled = [(re.compile(pattern).search, weight) for pattern, weight in self.rules]
-        user = self.score
+        user, say = self.score, warn or _silent
 
         def key(entry: UrlEntry) -> float:
             if entry.kind != "page":
@@ -85,11 +86,11 @@ class Priority:
                 try:
                     value = float(user(entry.url, entry.depth))
                 except Exception as exc:  # (the operator's code: a URL it cannot score is scored by depth)
-                    warn(f"the score function failed on {entry.url[:200]} ({type(exc).__name__}: {exc}); such URLs"
+                    say(f"the score function failed on {entry.url[:200]} ({type(exc).__name__}: {exc}); such URLs"
                          " are scored by depth")  # fmt: skip
                     value = -float(entry.depth)
                 if not math.isfinite(value):
-                    warn(f"the score function gave {value} for {entry.url[:200]}; such URLs are scored by depth")
+                    say(f"the score function gave {value} for {entry.url[:200]}; such URLs are scored by depth")
                     value = -float(entry.depth)
             value += entry.hint + entry.link_score
             for search, weight in compiled:

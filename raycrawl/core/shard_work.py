@@ -92,8 +92,7 @@ class ShardWork:
         """``warn``: how the operator's score function's failures are said (by default, not at all)."""
         self.shard_id = shard_id
         self.setup = setup
-        key = setup.priority.frontier_key(warn) if warn is not None else setup.priority.frontier_key()
-        self.frontier = FrontierShard(shard_id, setup.frontier, key, clock, store, budget)
+        self.frontier = FrontierShard(shard_id, setup.frontier, setup.priority.frontier_key(warn), clock, store, budget)
         self.router = LinkRouter(shard_id, setup.shards, setup.partitions)
         self.scope = ScopePolicy(setup.scope, setup.seeds, setup.allow, setup.deny)
         self.proxies = ProxyRouter(setup.proxies, clock) if setup.proxies.used else None

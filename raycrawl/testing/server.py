@@ -73,6 +73,12 @@ class TestWebServer:
         self._ip_to_host = {self.graph.ip(h): h for h in range(spec.hosts)}
         self._page_requests: dict[int, int] = {}
         self._topics: TopicalWeb | None = None
+        # The profiles with pages of their own, and what answers them (None: the graph's page, robots.txt ...)
+        self._profile_routes: dict[str, Callable[[int, str, str, dict[str, str]], Answer | None]] = {
+            "articles": self._articles, "topics": self._topics_route, "sitemap": self._sitemap,
+            "changing": self._changing, "scripted": self._scripted, "scripted-spin": self._scripted,
+            "recovering": self._recovering, "versioned": self._versioned, "versioned-sitemap": self._versioned,
+        }  # fmt: skip
         self.started = time.time()
 
     def route(
@@ -90,14 +96,6 @@ class TestWebServer:
         if answer is not None:
             return (*answer, 0.0)
         return self._graph_route(host, path, profile)
-
-    @property
-    def _profile_routes(self) -> dict[str, Callable[[int, str, str, dict[str, str]], Answer | None]]:
-        return {
-            "articles": self._articles, "topics": self._topics_route, "sitemap": self._sitemap,
-            "changing": self._changing, "scripted": self._scripted, "scripted-spin": self._scripted,
-            "recovering": self._recovering, "versioned": self._versioned, "versioned-sitemap": self._versioned,
-        }  # fmt: skip
 
     def _articles(self, host: int, path: str, profile: str, request: dict[str, str]) -> Answer | None:
         return None if path == "/robots.txt" else articles.route(path, self.graph.ip(host), self.spec.pages_per_host)
