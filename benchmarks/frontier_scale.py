@@ -29,7 +29,8 @@ from pathlib import Path
 from raycrawl.adapters.lmdb_queue import LmdbQueueStore
 from raycrawl.adapters.queue_segments import BaseWriter, QueueSegments
 from raycrawl.adapters.storage import open_storage
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.queue_log import LoggedQueueStore
 from raycrawl.core.records import Ack, UrlEntry

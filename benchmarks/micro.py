@@ -18,7 +18,8 @@ from collections.abc import Callable
 
 from benchmarks.local_ray import start_local_ray
 from raycrawl.adapters.lmdb_queue import LmdbQueueStore
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.links import extract_links
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import Ack, UrlEntry

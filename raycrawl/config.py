@@ -30,7 +30,7 @@ from raycrawl.core.crawl_loop import LoopSettings
 from raycrawl.core.extract_settings import ExtractSettings, field_table, spec_name
 from raycrawl.core.fetch_settings import DEFAULT_TRACKING_PARAMS as DEFAULT_TRACKING_PARAMS
 from raycrawl.core.fetch_settings import FetchSettings
-from raycrawl.core.frontier import FrontierSettings
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import parse_rule
 from raycrawl.core.proxy_routes import check_proxy_url

@@ -12,7 +12,7 @@ from raycrawl.adapters.storage import is_uri
 from raycrawl.config import CrawlConfig
 from raycrawl.core.crawl_loop import LoopSettings
 from raycrawl.core.fetch_settings import FetchSettings
-from raycrawl.core.frontier import FrontierSettings
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import Priority
 from raycrawl.core.proxy_routes import ProxyPlan

@@ -88,6 +88,20 @@ class HostState:
         allowed, blocked = self.next_allowed, self.blocked_until
         return allowed if allowed > blocked else blocked
 
+    def forgettable(self, now: float) -> bool:
+        """Nothing left to remember: no URL queued or leased, robots.txt expired, no pause, no verdict, and a clock
+        that no longer holds anything back (a host seen again starts anew, robots.txt first)."""
+        return (
+            not self.queue
+            and not self.stored
+            and self.in_flight == 0
+            and not self.robots_leased
+            and self.paused is None
+            and self.closed is None
+            and (self.robots is None or self.robots.expires_at <= now)
+            and self.due() <= now
+        )
+
     # --- the host's clock (invariant 1, docs/architecture.md): these alone move ``next_allowed`` -------------
 
     def clock_first_slot(self, at: float) -> None:
@@ -129,12 +143,21 @@ class HostState:
         if until > self.blocked_until:
             self.blocked_until, self.block_reason = until, reason
 
-    def on_page_answer(self, ack: Ack, policy: DelayPolicy, pause_after: int, rng: random.Random) -> None:
-        """Update the clocks and streaks from one answered (or failed) page request."""
+    def on_page_answer(
+        self, ack: Ack, policy: DelayPolicy, pause_after: int, rng: random.Random, retried: bool = False
+    ) -> bool:
+        """Update the clocks, streaks and counts from one answered (or failed) page request (``retried``: a failure
+        whose URL is queued again, counted when it ends). True: this answer paused the host."""
         # From when the exchange ended (last byte read, or the connection cut), not when the headers came: a
         # body dripped for the whole deadline is part of the visit, and so is the wait after it.
         answered = ack.ended_at or ack.responded_at
         self.requests += 1
+        self.accepted += ack.accepted
+        if ack.error is not None or ack.transient:
+            self.errors += not retried
+        else:
+            self.fetched += 1
+        was_paused = self.paused
         if ack.status is not None:
             self.last_response_s = max(0.0, ack.elapsed_s)
         if ack.transient:
@@ -154,6 +177,7 @@ class HostState:
         self.recompute_delay(policy)
         # The server logged the request before the exchange ended, so a slot counted from its end is never early.
         self.clock_on_answer(answered)
+        return was_paused is None and self.paused is not None
 
     def row(self, now: float) -> dict[str, Any]:
         robots = "pending" if self.robots is None else self.robots.verdict

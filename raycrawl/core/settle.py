@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from raycrawl.core.frontier import HOST_BUDGET, AckReply
+from raycrawl.core.frontier import AckReply
+from raycrawl.core.frontier_settings import HOST_BUDGET
 from raycrawl.core.outlinks import children, unfollowed_redirect
 from raycrawl.core.pages import error_kind, fault_record, fetch_record, terminal_record
 from raycrawl.core.records import FETCH_OUTCOMES, FetchResult, Link, Terminal, WarcSpan

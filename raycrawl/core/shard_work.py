@@ -23,7 +23,8 @@ from typing import Any
 
 from raycrawl.core.crawl_loop import ShardSummary
 from raycrawl.core.demand import BACKLOG_CAP
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.host_budget import BudgetClient
 from raycrawl.core.link_routing import LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen

@@ -73,6 +73,13 @@ class Workbench:
         for line in lines_of(block):
             self._store(hs, key, line, front=False)
 
+    def count_stored(self, hs: HostState, n: int) -> None:
+        """``n`` URLs of the host that the store holds already (a restore's, replayed from the store's log)."""
+        hs.stored += n
+        self.stored += n
+        best = self.store.best(hs.key)
+        hs.stored_best = min(hs.stored_best, INFINITY if best is None else best)
+
     def _store(self, hs: HostState, key: float, line: str, front: bool) -> None:
         pending = self._pending.get(hs.key)
         if pending is None:

@@ -235,7 +235,7 @@ def test_each_setting_is_defined_once_in_the_section_that_takes_it() -> None:
 
     from raycrawl.actors.settings import fetch_settings, frontier_settings, section
     from raycrawl.core.fetch_settings import FetchSettings
-    from raycrawl.core.frontier import FrontierSettings
+    from raycrawl.core.frontier_settings import FrontierSettings
     from raycrawl.core.politeness import DelayPolicy
     from raycrawl.core.settle import RecordRules
     from raycrawl.core.traps import TrapRules

@@ -13,6 +13,11 @@ PACKAGE = REPO / "raycrawl"
 # attribute -> the module (under raycrawl/) that alone assigns it
 OWNERS = {
     "next_allowed": "core/hosts.py",  # invariant 1: a host's clock moves through HostState's clock_* transitions
+    "_queued": "core/shard_queues.py",  # invariant 2: a shard's queued count (it says when a crawl is done)
+    "stored": "core/workbench.py",  # ... and a host's count of URLs in the queue store
+    "stored_best": "core/workbench.py",
+    "_leases": "core/lease_table.py",  # invariant 4: the leases out, until their answers are settled
+    "heap_token": "core/due_hosts.py",  # which hosts may be leased next (a host is due once, live)
 }
 
 

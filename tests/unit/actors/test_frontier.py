@@ -3,7 +3,8 @@
 import itertools
 from dataclasses import fields
 
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import Ack, Lease, UrlEntry
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from raycrawl.actors.output_cut import OutputParts
 from raycrawl.adapters.output import read_pages, write_committed
 from raycrawl.core.dead_letters import BUDGET_OUTCOMES, QUARANTINED, RETRIED_OUTCOMES, take_dead_letters
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.records import Ack, UrlEntry
 
 

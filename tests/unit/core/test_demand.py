@@ -8,7 +8,8 @@ import pytest
 
 from raycrawl.core.crawl_loop import CrawlLoop, LoopSettings, ShardSummary
 from raycrawl.core.demand import BACKLOG_CAP, CpuRequest, RecentPeak, fetch_demand, render_workers_wanted, task_capacity
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import Ack, UrlEntry
 

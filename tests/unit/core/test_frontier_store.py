@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from raycrawl.adapters.lmdb_queue import LmdbQueueStore
-from raycrawl.core.frontier import FrontierSettings, FrontierShard, ScoreFn
+from raycrawl.core.frontier import FrontierShard, ScoreFn
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import by_depth
 from raycrawl.core.queue_log import LoggedQueueStore, replay
@@ -195,8 +196,8 @@ def check_same_leases(
             memory.restore(memory_saved)
             outstanding = [[], []]  # (leases out at a checkpoint are queued again in it)
         assert stored.queued == memory.queued
-        assert all(len(hs.queue) <= workbench for hs in stored._hosts.values())  # (the bound this is about)
-        assert stored.summary()["queued_on_disk"] == sum(hs.stored for hs in stored._hosts.values())
+        assert all(len(hs.queue) <= workbench for hs in stored.hosts.values())  # (the bound this is about)
+        assert stored.summary()["queued_on_disk"] == sum(hs.stored for hs in stored.hosts.values())
     # Then everything is leased to the end, both the same way; every URL pushed is fetched once or ended once.
     for side, frontier in enumerate((memory, stored)):
         acks = [Ack(x.lease_id, 404 if x.kind == "robots" else 200, 0.0, 0.01, False) for x in outstanding[side]]

@@ -119,7 +119,8 @@ def test_two_crawls_frontiers_on_one_budget_never_send_to_a_host_closer_than_the
     """Two crawls' shards (core/frontier.py) with the same host queued, leasing and answering in turn: every request
     either sends is at least the strictest delay after the last exchange with the host ended; alone, each would
     have sent twice as often."""
-    from raycrawl.core.frontier import FrontierSettings, FrontierShard
+    from raycrawl.core.frontier import FrontierShard
+    from raycrawl.core.frontier_settings import FrontierSettings
     from raycrawl.core.host_budget import LocalBudget
     from raycrawl.core.politeness import DelayPolicy
     from raycrawl.core.records import Ack, UrlEntry
@@ -190,7 +191,8 @@ def test_a_budget_that_cannot_be_reached_means_wait_with_every_host_and_release_
     answers again: every URL fetched once, every slot released, no request closer than the delay."""
     from collections.abc import Sequence
 
-    from raycrawl.core.frontier import FrontierSettings, FrontierShard
+    from raycrawl.core.frontier import FrontierShard
+    from raycrawl.core.frontier_settings import FrontierSettings
     from raycrawl.core.host_budget import BudgetUnavailable, LocalBudget, Release
     from raycrawl.core.politeness import DelayPolicy
     from raycrawl.core.records import Ack, UrlEntry

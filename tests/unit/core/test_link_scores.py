@@ -6,7 +6,8 @@ from collections import Counter
 
 import pytest
 
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.link_scores import MAX_SCORE, checked, score_of
 from raycrawl.core.outlinks import children, screen
 from raycrawl.core.politeness import DelayPolicy

@@ -9,7 +9,8 @@ import pytest
 
 from raycrawl.cli import _cli_values, build_parser
 from raycrawl.config import CrawlConfig, load_config
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import Priority, by_depth, parse_rule
 from raycrawl.core.records import Ack, Lease, UrlEntry

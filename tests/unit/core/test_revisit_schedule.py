@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from raycrawl.adapters.lmdb_queue import LmdbQueueStore
 from raycrawl.config import CrawlConfig, load_config, read_toml
 from raycrawl.core.due_queue import DueQueue
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.queue_log import LoggedQueueStore, replay
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore, QueueStoreFull
@@ -258,7 +259,7 @@ def test_the_schedule_survives_a_checkpoint_in_memory_and_by_the_store_s_log(tmp
         again.restore(saved)
         assert again.scheduled == 5 and again.schedule_summary(clock.now)["due_within_hour"] == 5, kind
         clock.now += 3.0
-        assert sorted(e.url for e in again._due.take_due(clock.now, 100)) == ["http://a.test/1", "http://a.test/2",
+        assert sorted(e.url for e in again.queues.due.take_due(clock.now, 100)) == ["http://a.test/1", "http://a.test/2",
                                                                              "http://a.test/3"], kind  # fmt: skip
 
 
@@ -290,12 +291,12 @@ def test_a_full_store_under_the_schedule_loses_nothing_and_says_so() -> None:
     again = shard(clock, MemoryQueueStore())
     again.restore(saved)
     clock.now += 30
-    assert [e.url for e in again._due.take_due(clock.now, 10)] == [
+    assert [e.url for e in again.queues.due.take_due(clock.now, 10)] == [
         "http://a.test/2",
         "http://a.test/1",
         "http://a.test/3",
     ]
-    assert [e.url for e in frontier._due.take_due(clock.now, 10)] == [
+    assert [e.url for e in frontier.queues.due.take_due(clock.now, 10)] == [
         "http://a.test/2",
         "http://a.test/1",
         "http://a.test/3",

@@ -9,7 +9,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from raycrawl.core.frontier import FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import Ack, Lease, UrlEntry
 from raycrawl.core.runs import ends_run, gap_after, run_size
@@ -143,7 +144,7 @@ def test_a_run_that_refills_from_the_store_counts_what_robots_txt_ends_there() -
         leases = frontier.lease(10, horizon=1.0)
         fetched += [x.url for x in leases]
         answer(frontier, leases, clock.now)
-        stored = sum(hs.queue.size + hs.stored for hs in frontier._hosts.values())
+        stored = sum(hs.queue.size + hs.stored for hs in frontier.hosts.values())
         assert frontier.queued == stored, (frontier.queued, stored)
     denied = [t.entry.url for t in frontier.take_terminals()]
     assert sorted(fetched + denied) == sorted(f"http://a.test/{'private/' if i % 2 else ''}{i}" for i in range(12))

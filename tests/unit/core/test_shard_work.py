@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from raycrawl.core.frontier import FrontierSettings
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.link_routing import PartitionShare, all_delivered
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.records import FetchResult, Lease, UrlEntry, WarcSpan
@@ -187,7 +187,7 @@ def test_a_continuous_crawl_s_shard_schedules_pages_again_by_what_they_did_and_r
     w.settle([page_result(page, [], etag='"v1"')])
     assert w.frontier.scheduled == 1 and records[-1]["outcome"] == "fetched"
     assert [fp for fps in w.router.take_touches().values() for fp in fps] == [fingerprint(url)]  # (mark renewed)
-    (entry,) = w.frontier._due.take_due(float("inf"), 10)
+    (entry,) = w.frontier.queues.due.take_due(float("inf"), 10)
     assert entry.known is not None and entry.known.interval == 1000.0 and entry.known.due == 1000.0 + 1000.0
     assert entry.known.etag == '"v1"'  # (asked for conditionally next time)
     # Its next visit: not modified -> x1.4; then changed -> x0.8 (within the bounds).
@@ -196,7 +196,7 @@ def test_a_continuous_crawl_s_shard_schedules_pages_again_by_what_they_did_and_r
     clock.now += 5.0
     (again,), _ = w.lease(10, 0.0, None, 50)
     w.settle([page_result(again, [], status=304)])
-    (entry,) = w.frontier._due.take_due(float("inf"), 10)
+    (entry,) = w.frontier.queues.due.take_due(float("inf"), 10)
     assert records[-1]["outcome"] == "not_modified" and entry.known is not None
     assert entry.known.interval == 140.0
     # A page gone (410) leaves the schedule: its record says so, once.

@@ -4,7 +4,8 @@ and the ended URL's record carrying its capture on."""
 
 from __future__ import annotations
 
-from raycrawl.core.frontier import SITEMAP_WAIT, FrontierSettings, FrontierShard
+from raycrawl.core.frontier import SITEMAP_WAIT, FrontierShard
+from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.pages import terminal_record
 from raycrawl.core.politeness import DelayPolicy
 from raycrawl.core.priority import Priority, by_depth

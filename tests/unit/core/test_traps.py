@@ -3,7 +3,8 @@
 import pytest
 
 from raycrawl.core.entry_lines import decode
-from raycrawl.core.frontier import HOST_BUDGET, FrontierSettings, FrontierShard
+from raycrawl.core.frontier import FrontierShard
+from raycrawl.core.frontier_settings import HOST_BUDGET, FrontierSettings
 from raycrawl.core.records import UrlEntry
 from raycrawl.core.redirects import redirect_problem
 from raycrawl.core.traps import TrapRules
