@@ -20,7 +20,7 @@ FOUNDATION = {"raycrawl.config", "raycrawl.errors", "raycrawl.proxies", "raycraw
 
 def layer_of(module: str) -> str:
     parts = module.split(".")
-    if module in FOUNDATION:
+    if module in FOUNDATION or module.startswith("raycrawl.config."):  # (config is a package)
         return "foundation"
     if len(parts) > 1 and parts[1] in ("core", "adapters", "actors"):
         return parts[1]
