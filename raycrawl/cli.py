@@ -34,7 +34,7 @@ from raycrawl.version import __version__
 
 DISK_FULL = 6  # the exit code of a crawl stopped cleanly because a disk holding queued URLs is full
 
-# What --help says of each flag, made from the settings' own descriptions (config.py ``setting(...)``).
+# What --help says of each flag, made from the settings' own descriptions (config/setting.py ``setting(...)``).
 HELP = {name: info.help for name, info in SETTINGS.items() if info.help}
 # The flags of `raycrawl crawl`, grouped as an operator looks for them (every CrawlConfig field names its group).
 GROUPS: dict[str, tuple[str, ...]] = {

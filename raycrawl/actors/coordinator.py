@@ -21,7 +21,6 @@ dies has its shards take back the leases it had not settled.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import threading
 import time
 import uuid
@@ -34,13 +33,14 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from raycrawl.actors import checkpoints, reporting
 from raycrawl.actors.capacity import ClusterCapacity
+from raycrawl.actors.coordinator_checkpoints import ROLLBACK_CAUSES, CheckpointsAndRollbacks
 from raycrawl.actors.crew import Crew
 from raycrawl.actors.dedup import DedupActor
 from raycrawl.actors.fetch_task import fetch_batch, warm_up
 from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.actors.metrics import CrawlMetrics
-from raycrawl.actors.output_cut import OutputLost, OutputParts, OutputUnwritable
-from raycrawl.actors.placement import ACTOR_LOST, Placement
+from raycrawl.actors.output_cut import OutputParts
+from raycrawl.actors.placement import Placement
 from raycrawl.actors.render import RenderPool
 from raycrawl.actors.settings import (
     crawl_id_of,
@@ -51,15 +51,13 @@ from raycrawl.actors.settings import (
     shard_setup,
 )
 from raycrawl.adapters.output import page_parts
-from raycrawl.adapters.snapshots import StoreUnavailable, open_store
-from raycrawl.config import CrawlConfig, saved_settings
-from raycrawl.core.checkpoint_sequence import CheckpointSequence, drain_seconds, rollback_pause
-from raycrawl.core.checkpoint_state import CheckpointState
+from raycrawl.adapters.snapshots import open_store
+from raycrawl.config import CrawlConfig
+from raycrawl.core.checkpoint_sequence import CheckpointSequence
 from raycrawl.core.crawl_loop import CrawlLoop, RoundPlan, ShardSummary
 from raycrawl.core.dead_letters import BUDGET_OUTCOMES, QUARANTINED, RETRIED_OUTCOMES
 from raycrawl.core.host_actions import HostAction
 from raycrawl.core.proxy_routes import ProxyPlan
-from raycrawl.core.records import UrlEntry
 from raycrawl.core.recrawl import recrawl_links
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.sharding import shard_for
@@ -70,8 +68,6 @@ WARM_UP_TIMEOUT = 20.0
 # Seen-set partitions by default: one per this many CPUs of the cluster (a partition checks ~a million URLs a second,
 # and a cluster of that many CPUs finds far fewer: more partitions only cost round trips).
 CPUS_PER_PARTITION = 8
-# What rolls the crawl back to its last checkpoint: a shard lost (or never able to start), or a node lost with output.
-ROLLBACK_CAUSES: tuple[type[Exception], ...] = (*ACTOR_LOST, OutputLost)
 
 
 class Coordinator:
@@ -133,6 +129,7 @@ class Coordinator:
         self._retry_requested: frozenset[str] | None = None  # retry_errors() of a running crawl: these outcomes
         self._final: dict[str, Any] | None = None  # the summary run() returned (for clients attached by name)
         self._render_stats: dict[str, int] | None = None  # the render pool's counters when it closed
+        self.cuts = CheckpointsAndRollbacks(self)  # (actors/coordinator_checkpoints.py)
 
     def _new_crew(self) -> Crew:
         setup = shard_setup(self.cfg, self.seeds, self.num_shards, self.num_partitions, self.out_dir, self.crawl_id)
@@ -249,7 +246,7 @@ class Coordinator:
         self._warm_up()
         self.stats.started_at = time.time()  # --time-limit and pages/s count crawling, not worker start-up
         if self._resumed is not None:
-            self._restore(self._resumed)
+            self.cuts.restore(self._resumed)
             if self._unwrapped_parts:
                 self.stats.events["warc_parts_unwrapped"] += self._unwrapped_parts
         self.stats.seeds += len(self.seeds)
@@ -268,7 +265,7 @@ class Coordinator:
                     pass
                 # The finished state, checkpointed: a --resume of it has nothing left to do. (A node lost with
                 # buffered output rolls the crawl back to its last checkpoint instead: then it goes on.)
-                if self.loop.user_stop is not None or self._final_checkpoint():
+                if self.loop.user_stop is not None or self.cuts.final_checkpoint():
                     break
         finally:
             self.output.close()
@@ -300,7 +297,7 @@ class Coordinator:
         try:
             return self._round_once()
         except ROLLBACK_CAUSES:
-            self._roll_back()
+            self.cuts.roll_back()
             return False
 
     def _round_once(self) -> bool:
@@ -317,9 +314,9 @@ class Coordinator:
         self._follow_demand()
         dead = self.loop.dead_partitions()
         if dead:
-            self._rebuild_partitions(dead)
+            self.cuts.rebuild_partitions(dead)
         if self.loop.at_rest() and (self.loop.checkpoint_due or self.loop.user_stop is not None):
-            self._checkpoint()  # nothing running, nothing on its way: a consistent cut
+            self.cuts.checkpoint()  # nothing running, nothing on its way: a consistent cut
             if self.loop.user_stop is not None:
                 return True
             with self._lock:
@@ -397,126 +394,6 @@ class Coordinator:
         if failed:
             reason = "fetch task failed"
             ray.get([self.crew.shards[s].release_batches.remote(ids, reason) for s, ids in failed.items()])
-
-    # --- the seen-set's partitions -------------------------------------------------------------------
-
-    def _checkpoint_seen(self) -> list[bytes] | None:
-        """The committed checkpoint's seen-set parts, for a partition that is rebuilt (None: no checkpoint yet)."""
-        loaded = checkpoints.load(self.store) if self._sequence.taken or self._resumed else None
-        return loaded.dedup if loaded is not None else None
-
-    def _rebuild_partitions(self, dead: list[int]) -> None:
-        before = self.crew.recoveries
-        self.crew.rebuild(dead, self._checkpoint_seen)
-        self.stats.events["dedup_recoveries"] += self.crew.recoveries - before
-
-    # --- checkpoints ---------------------------------------------------------------------------------
-
-    def _final_checkpoint(self) -> bool:
-        """The checkpoint of the finished crawl; False when a node was lost with output of the last interval (the
-        crawl has rolled back to its last checkpoint, and goes on)."""
-        try:
-            self._checkpoint()
-        except ROLLBACK_CAUSES:
-            self._roll_back()
-            return False
-        return True
-
-    def _checkpoint(self) -> None:
-        """Store the interval's output, then write the cut that lists it. A store that fails: warn and keep
-        crawling (the next interval tries again, nothing is lost). A node lost with buffered output: OutputLost
-        (the caller rolls the crawl back)."""
-        period = self.loop.cut_period()  # (--rollover: the parts' directory)
-        self.loop.checkpointed()
-        epoch = self._sequence.begin()
-        try:
-            parts = self.output.cut(epoch, ray.get([s.cut.remote(epoch, period) for s in self.crew.shards]), period)
-        except OutputUnwritable as exc:
-            self._cut_failed(epoch, f"output: {exc}")
-            return
-        if self.output.type_conflicts:
-            self.stats.events["item_type_conflicts"] += self.output.type_conflicts
-            self.output.type_conflicts = 0
-        state = CheckpointState(
-            num_shards=self.num_shards,
-            dedup=self.cfg.dedup,
-            dedup_partitions=self.num_partitions,
-            config=saved_settings(self.cfg),  # a --resume runs with these (api.resume_config)
-            scope_hosts=self.scope.seed_hosts(),
-            parts=parts,  # the output as of this cut (actors/output_cut.py): a resume deletes other parts
-            stats=self.stats.to_dict(time.time()),
-        )
-        try:
-            try:
-                taken = checkpoints.take(self.store, epoch, self.crew, state)
-            except ACTOR_LOST:
-                self._rebuild_partitions(self.crew.dead_partitions())  # (a dead shard: the round meets it)
-                taken = checkpoints.take(self.store, epoch, self.crew, state)
-        except (StoreUnavailable, OSError) as exc:
-            self._cut_failed(epoch, str(exc))
-            return
-        self._sequence.committed(epoch, taken, self.output.committed(epoch))
-        self.crew.checkpointed()  # the checkpoint holds all of the seen-set now
-        self.metrics.record_checkpoint(float(taken["seconds"]))
-
-    def _cut_failed(self, epoch: int, why: str) -> None:
-        self._sequence.failed(epoch, why)
-        self.stats.events["checkpoint_failures"] += 1
-
-    def _roll_back(self) -> None:
-        """A frontier shard died (or a node with buffered output): roll the whole crawl back to the last
-        checkpoint (or to the start): what was done since is redone once, and nothing is lost."""
-        self.stats.events["rollbacks"] += 1
-        rollbacks = self.stats.events["rollbacks"]
-        # Let fetches under way end first, so no old request lands after the restore.
-        deadline = time.monotonic() + drain_seconds(self.cfg.timeout)
-        while self.loop.tasks and time.monotonic() < deadline:
-            tasks = list(self.loop.tasks)
-            ready, _ = ray.wait(tasks, num_returns=len(tasks), timeout=0.5)
-            for task in ready:
-                self.loop.task_ended(task)
-        # The nodes of the actors that are gone (or do not answer: a node Ray has not yet noticed is lost) get none
-        # of the new ones.
-        self._placement.avoid(self.crew.lost_nodes())
-        for attempt in itertools.count():
-            try:
-                self._recreate_and_restore(rollbacks)
-                break
-            except ACTOR_LOST:
-                # A new actor placed on a node that is dying (Ray notices a lost node only after missed
-                # heartbeats) dies too: let Ray catch up, then place them again. Each try starts from scratch.
-                pause = rollback_pause(attempt)
-                if pause is None:
-                    raise
-                time.sleep(pause)
-        self.stats.events["rollbacks"] = rollbacks
-
-    def _recreate_and_restore(self, rollbacks: int) -> None:
-        self.crew.kill()
-        started, seeds = self.stats.started_at, self.stats.seeds
-        self.crew = self._new_crew()
-        self.loop = CrawlLoop(loop_settings(self.cfg), self.num_shards)
-        self._finished_batches = [[] for _ in range(self.num_shards)]
-        loaded = checkpoints.load(self.store)
-        # This interval's buffered output is dropped and its stored parts deleted: its URLs are fetched again.
-        self.output.roll_back(loaded.state.parts if loaded is not None else [])
-        if loaded is not None:
-            self._restore(loaded)
-        else:  # no checkpoint yet: start over
-            self.loop.stats = CrawlStats(started_at=started, seeds=seeds)
-            self._sequence.restored(None)
-            self.crew.offer_seeds(self.seeds, self.cfg.tracking_params)
-        self.stats.events["rollbacks"] = rollbacks
-
-    def _restore(self, loaded: checkpoints.Loaded) -> None:
-        self.crew.restore(loaded.shards, loaded.dedup)
-        state = loaded.state
-        self.loop.stats = CrawlStats.from_dict(state.stats, time.time())
-        # The scope is the crawl's, not this command's: a resume without seeds keeps following the seeds' hosts.
-        self._widen_scope(hosts=state.scope_hosts)
-        self.crew.requeue([UrlEntry.from_row(row) for row in state.pushes])
-        self._sequence.restored(loaded.checkpoint_id)
-        self.stats.events["resumed"] += 1
 
     # --- what the world sees -------------------------------------------------------------------------
 

@@ -93,13 +93,7 @@ def summary(view: CrawlView) -> dict[str, Any]:
     dedup_stats = merge_stats(answers[3 * n if proxied else 2 * n :])
     paused = [{"host": h["host"], "reason": h["paused"], "fetched": h["fetched"]} for h in hosts if h["paused"]]
     busiest = sorted(hosts, key=lambda h: (h["requests"], h["queued"]), reverse=True)[:TOP_HOSTS]
-    frontier: dict[str, int] = {}
-    for counters in shard_counters:
-        for key, value in counters.items():
-            if key == "schedule_overdue_ms":  # (how overdue the first revisit of any shard is: the largest)
-                frontier[key] = max(frontier.get(key, 0), value)
-            elif key != "next_due_in_ms":
-                frontier[key] = frontier.get(key, 0) + value
+    frontier = _frontier_totals(shard_counters)
     loop = view.loop
     out = loop.stats.summary(now)
     # URLs the crawl holds but did not reach: queued in the shards (or held there past a host's page budget).
@@ -139,6 +133,18 @@ def summary(view: CrawlView) -> dict[str, Any]:
         }
     )
     return out
+
+
+def _frontier_totals(shard_counters: list[dict[str, int]]) -> dict[str, int]:
+    """The shards' counters summed (how overdue the first revisit of any shard is: the largest)."""
+    frontier: dict[str, int] = {}
+    for counters in shard_counters:
+        for key, value in counters.items():
+            if key == "schedule_overdue_ms":
+                frontier[key] = max(frontier.get(key, 0), value)
+            elif key != "next_due_in_ms":
+                frontier[key] = frontier.get(key, 0) + value
+    return frontier
 
 
 def write_summary(storage: Storage, summary: dict[str, Any]) -> str | None:

@@ -70,7 +70,7 @@ class ShardSummary:
 
 @dataclass(frozen=True, slots=True)
 class LoopSettings:
-    """What the loop's decisions depend on (the crawl's settings of these names: config.py takes these defaults)."""
+    """What the loop's decisions depend on (the crawl's settings of these names: config/ takes these defaults)."""
 
     delay: float  # the crawl's configured delay (DelayPolicy owns its default): it paces a round when nothing else does
     max_tasks_in_flight: int = 64  # a ceiling: tasks launch as demand and the cluster's CPUs allow (core/demand.py)

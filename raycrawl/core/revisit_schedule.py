@@ -84,7 +84,7 @@ def parse_rule(text: str) -> tuple[str, float]:
 
 @dataclass(frozen=True, slots=True)
 class RevisitPolicy:
-    """How a crawl schedules its URLs again (named as the crawl's settings: config.py takes these defaults)."""
+    """How a crawl schedules its URLs again (named as the crawl's settings: config/ takes these defaults)."""
 
     revisit: bool = False
     revisit_schedule: ScheduleKind = "adaptive"

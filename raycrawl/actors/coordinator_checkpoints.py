@@ -1,0 +1,156 @@
+"""The coordinator's checkpoints and roll-backs (a part of actors/coordinator.py's ``Coordinator``, apart for size):
+a cut of the output and the crawl's state when it is at rest, and -- when a shard dies, or a node with buffered
+output is lost -- the whole crawl rolled back to its last checkpoint. The decisions (epochs, failures, pauses) are
+core/checkpoint_sequence.py's; these methods make the calls.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import TYPE_CHECKING
+
+import ray
+
+from raycrawl.actors import checkpoints
+from raycrawl.actors.output_cut import OutputLost, OutputUnwritable
+from raycrawl.actors.placement import ACTOR_LOST
+from raycrawl.actors.settings import loop_settings
+from raycrawl.adapters.snapshots import StoreUnavailable
+from raycrawl.config import saved_settings
+from raycrawl.core.checkpoint_sequence import drain_seconds, rollback_pause
+from raycrawl.core.checkpoint_state import CheckpointState
+from raycrawl.core.crawl_loop import CrawlLoop
+from raycrawl.core.records import UrlEntry
+from raycrawl.core.stats import CrawlStats
+
+if TYPE_CHECKING:
+    from raycrawl.actors.coordinator import Coordinator
+
+# What rolls the crawl back to its last checkpoint: a shard lost (or never able to start), or a node lost with output.
+ROLLBACK_CAUSES: tuple[type[Exception], ...] = (*ACTOR_LOST, OutputLost)
+
+
+class CheckpointsAndRollbacks:
+    def __init__(self, coordinator: Coordinator) -> None:
+        self.c = coordinator  # (a roll-back makes its crew and loop anew)
+
+    # --- the seen-set's partitions -------------------------------------------------------------------
+
+    def _checkpoint_seen(self) -> list[bytes] | None:
+        """The committed checkpoint's seen-set parts, for a partition that is rebuilt (None: no checkpoint yet)."""
+        loaded = checkpoints.load(self.c.store) if self.c._sequence.taken or self.c._resumed else None
+        return loaded.dedup if loaded is not None else None
+
+    def rebuild_partitions(self, dead: list[int]) -> None:
+        before = self.c.crew.recoveries
+        self.c.crew.rebuild(dead, self._checkpoint_seen)
+        self.c.stats.events["dedup_recoveries"] += self.c.crew.recoveries - before
+
+    # --- checkpoints ---------------------------------------------------------------------------------
+
+    def final_checkpoint(self) -> bool:
+        """The checkpoint of the finished crawl; False when a node was lost with output of the last interval (the
+        crawl has rolled back to its last checkpoint, and goes on)."""
+        try:
+            self.checkpoint()
+        except ROLLBACK_CAUSES:
+            self.roll_back()
+            return False
+        return True
+
+    def checkpoint(self) -> None:
+        """Store the interval's output, then write the cut that lists it. A store that fails: warn and keep
+        crawling (the next interval tries again, nothing is lost). A node lost with buffered output: OutputLost
+        (the caller rolls the crawl back)."""
+        period = self.c.loop.cut_period()  # (--rollover: the parts' directory)
+        self.c.loop.checkpointed()
+        epoch = self.c._sequence.begin()
+        try:
+            parts = self.c.output.cut(epoch, ray.get([s.cut.remote(epoch, period) for s in self.c.crew.shards]), period)
+        except OutputUnwritable as exc:
+            self._cut_failed(epoch, f"output: {exc}")
+            return
+        if self.c.output.type_conflicts:
+            self.c.stats.events["item_type_conflicts"] += self.c.output.type_conflicts
+            self.c.output.type_conflicts = 0
+        state = CheckpointState(
+            num_shards=self.c.num_shards,
+            dedup=self.c.cfg.dedup,
+            dedup_partitions=self.c.num_partitions,
+            config=saved_settings(self.c.cfg),  # a --resume runs with these (api.resume_config)
+            scope_hosts=self.c.scope.seed_hosts(),
+            parts=parts,  # the output as of this cut (actors/output_cut.py): a resume deletes other parts
+            stats=self.c.stats.to_dict(time.time()),
+        )
+        try:
+            try:
+                taken = checkpoints.take(self.c.store, epoch, self.c.crew, state)
+            except ACTOR_LOST:
+                self.rebuild_partitions(self.c.crew.dead_partitions())  # (a dead shard: the round meets it)
+                taken = checkpoints.take(self.c.store, epoch, self.c.crew, state)
+        except (StoreUnavailable, OSError) as exc:
+            self._cut_failed(epoch, str(exc))
+            return
+        self.c._sequence.committed(epoch, taken, self.c.output.committed(epoch))
+        self.c.crew.checkpointed()  # the checkpoint holds all of the seen-set now
+        self.c.metrics.record_checkpoint(float(taken["seconds"]))
+
+    def _cut_failed(self, epoch: int, why: str) -> None:
+        self.c._sequence.failed(epoch, why)
+        self.c.stats.events["checkpoint_failures"] += 1
+
+    def roll_back(self) -> None:
+        """A frontier shard died (or a node with buffered output): roll the whole crawl back to the last
+        checkpoint (or to the start): what was done since is redone once, and nothing is lost."""
+        self.c.stats.events["rollbacks"] += 1
+        rollbacks = self.c.stats.events["rollbacks"]
+        # Let fetches under way end first, so no old request lands after the restore.
+        deadline = time.monotonic() + drain_seconds(self.c.cfg.timeout)
+        while self.c.loop.tasks and time.monotonic() < deadline:
+            tasks = list(self.c.loop.tasks)
+            ready, _ = ray.wait(tasks, num_returns=len(tasks), timeout=0.5)
+            for task in ready:
+                self.c.loop.task_ended(task)
+        # The nodes of the actors that are gone (or do not answer: a node Ray has not yet noticed is lost) get none
+        # of the new ones.
+        self.c._placement.avoid(self.c.crew.lost_nodes())
+        for attempt in itertools.count():
+            try:
+                self._recreate_and_restore(rollbacks)
+                break
+            except ACTOR_LOST:
+                # A new actor placed on a node that is dying (Ray notices a lost node only after missed
+                # heartbeats) dies too: let Ray catch up, then place them again. Each try starts from scratch.
+                pause = rollback_pause(attempt)
+                if pause is None:
+                    raise
+                time.sleep(pause)
+        self.c.stats.events["rollbacks"] = rollbacks
+
+    def _recreate_and_restore(self, rollbacks: int) -> None:
+        self.c.crew.kill()
+        started, seeds = self.c.stats.started_at, self.c.stats.seeds
+        self.c.crew = self.c._new_crew()
+        self.c.loop = CrawlLoop(loop_settings(self.c.cfg), self.c.num_shards)
+        self.c._finished_batches = [[] for _ in range(self.c.num_shards)]
+        loaded = checkpoints.load(self.c.store)
+        # This interval's buffered output is dropped and its stored parts deleted: its URLs are fetched again.
+        self.c.output.roll_back(loaded.state.parts if loaded is not None else [])
+        if loaded is not None:
+            self.restore(loaded)
+        else:  # no checkpoint yet: start over
+            self.c.loop.stats = CrawlStats(started_at=started, seeds=seeds)
+            self.c._sequence.restored(None)
+            self.c.crew.offer_seeds(self.c.seeds, self.c.cfg.tracking_params)
+        self.c.stats.events["rollbacks"] = rollbacks
+
+    def restore(self, loaded: checkpoints.Loaded) -> None:
+        self.c.crew.restore(loaded.shards, loaded.dedup)
+        state = loaded.state
+        self.c.loop.stats = CrawlStats.from_dict(state.stats, time.time())
+        # The scope is the crawl's, not this command's: a resume without seeds keeps following the seeds' hosts.
+        self.c._widen_scope(hosts=state.scope_hosts)
+        self.c.crew.requeue([UrlEntry.from_row(row) for row in state.pushes])
+        self.c._sequence.restored(loaded.checkpoint_id)
+        self.c.stats.events["resumed"] += 1
