@@ -17,8 +17,6 @@ from raycrawl.core.crawl_loop import CrawlLoop
 from raycrawl.core.partitions import merge_stats
 from raycrawl.core.proxy_routes import merge_health
 
-TOP_HOSTS = 50  # per-host rows in stats.json (the API's hosts() has them all)
-
 
 @dataclass(frozen=True)
 class CrawlView:
@@ -92,7 +90,7 @@ def summary(view: CrawlView) -> dict[str, Any]:
     proxies = merge_health(answers[2 * n : 3 * n]) if proxied else None
     dedup_stats = merge_stats(answers[3 * n if proxied else 2 * n :])
     paused = [{"host": h["host"], "reason": h["paused"], "fetched": h["fetched"]} for h in hosts if h["paused"]]
-    busiest = sorted(hosts, key=lambda h: (h["requests"], h["queued"]), reverse=True)[:TOP_HOSTS]
+    busiest = sorted(hosts, key=lambda h: (h["requests"], h["queued"]), reverse=True)[: view.cfg.stats_hosts]
     frontier = _frontier_totals(shard_counters)
     loop = view.loop
     out = loop.stats.summary(now)

@@ -60,6 +60,12 @@ class OutputSettings:
         unit="seconds",
         at_least=0.5,
     )
+    stats_hosts: int = setting(
+        50,
+        "per-host rows in stats.json: the busiest hosts (Crawl.hosts() and raycrawl hosts have them all)",
+        group="output and durability",
+        at_least=0,
+    )
     redis_url: str | None = setting(
         None,
         "keep checkpoints in Redis (redis://[:password@]host:port/db)",
