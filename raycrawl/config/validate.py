@@ -10,6 +10,7 @@ import math
 import re
 import typing
 from collections.abc import Callable
+from typing import Any
 
 from raycrawl.adapters.extraction import extraction_problem, load_function
 from raycrawl.adapters.snapshots import redis_url_problem
@@ -52,6 +53,17 @@ def validate(cfg: CrawlConfig) -> None:
         _check_numbers,
     ):
         check(cfg)
+
+
+def _parse_each(cfg: CrawlConfig, key: str, parse: Callable[[str], Any]) -> list[Any]:
+    """Each rule of the setting ``key`` (PATTERN=VALUE: core/rules.py) parsed; the first that does not, named."""
+    parsed = []
+    for rule in getattr(cfg, key):
+        try:
+            parsed.append(parse(rule))
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {exc}", key) from None
+    return parsed
 
 
 def _needs(cfg: CrawlConfig) -> Callable[[bool, str, str], None]:
@@ -125,11 +137,7 @@ def _check_bounds(cfg: CrawlConfig) -> None:
 def _check_durations(cfg: CrawlConfig) -> None:
     """Priority rules parse; durations are finite, and the schedule's in order."""
     need = _needs(cfg)
-    for rule in cfg.priority:
-        try:
-            parse_rule(rule)
-        except ValueError as exc:
-            raise ConfigError(f"priority: {exc}", "priority") from None
+    _parse_each(cfg, "priority", parse_rule)
     for name in DURATIONS:
         value = getattr(cfg, name)
         need(value is None or (isinstance(value, int | float) and math.isfinite(value)), name, "a duration")
@@ -161,22 +169,14 @@ def _check_connections(cfg: CrawlConfig) -> None:
         problem = check_proxy_url(url)
         if problem is not None:  # (the message shows the URL redacted: never ``need``'s value as given)
             raise ConfigError(f"proxy: {problem}", "proxy")
-    for rule in cfg.proxy_rules:
-        try:
-            parse_proxy_rule(rule)
-        except ValueError as exc:
-            raise ConfigError(f"proxy_rules: {exc}", "proxy_rules") from None
+    _parse_each(cfg, "proxy_rules", parse_proxy_rule)
     need(cfg.proxy_cooldown >= 1, "proxy_cooldown", "a duration of at least 1s, e.g. 60s or 10m")
 
 
 def _check_rendering_and_revisits(cfg: CrawlConfig) -> None:
     """The rendering pool's bounds and rules, and the revisit rules."""
     need = _needs(cfg)
-    for rule in cfg.render_rules:
-        try:
-            parse_render_rule(rule)
-        except ValueError as exc:
-            raise ConfigError(f"render_rules: {exc}", "render_rules") from None
+    _parse_each(cfg, "render_rules", parse_render_rule)
     for name in ("render_workers", "render_pages", "render_restart_pages"):
         need(getattr(cfg, name) >= 1, name, "a whole number >= 1")
     need(cfg.render_workers_max == 0 or cfg.render_workers_max >= cfg.render_workers, "render_workers_max",
@@ -184,11 +184,9 @@ def _check_rendering_and_revisits(cfg: CrawlConfig) -> None:
     need(cfg.render_max_memory_mb >= 64, "render_max_memory_mb", "megabytes >= 64")
     need(cfg.render_timeout >= 1, "render_timeout", "a duration of at least 1s, e.g. 20s")
     need(0 <= cfg.render_settle < cfg.render_timeout, "render_settle", "a duration shorter than render_timeout")
-    for rule in cfg.revisit_rules:
-        try:
-            _, seconds = parse_revisit_rule(rule)
-        except ValueError as exc:
-            raise ConfigError(f"revisit_rules: {exc}", "revisit_rules") from None
+    for rule, (_, seconds) in zip(
+        cfg.revisit_rules, _parse_each(cfg, "revisit_rules", parse_revisit_rule), strict=True
+    ):
         need(seconds > 0, "revisit_rules", f"{rule!r}: an interval > 0")
 
 
