@@ -39,6 +39,7 @@ from playwright.async_api import Error as PlaywrightError
 from raycrawl.adapters.address_guard import AddressGuard, BlockedAddress, GuardedResolver
 from raycrawl.adapters.egress import Egress
 from raycrawl.adapters.fetcher import read_body, sleep_until
+from raycrawl.adapters.http_session import crawl_session, read_timeout
 from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.decoding import ACCEPT_ENCODING, TRANSFER_HEADERS
 from raycrawl.core.fetch_settings import FetchSettings
@@ -396,16 +397,8 @@ class Renderer:
     async def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
             connector = aiohttp.TCPConnector(resolver=self._resolver, limit=64, limit_per_host=0)
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=self.fetch.timeout, sock_read=self.fetch.timeout
-                ),
-                cookie_jar=aiohttp.DummyCookieJar(),
-                trust_env=False,
-                auto_decompress=False,  # (decoded within max_body_bytes by read_body, as the fetcher's pages are)
-                headers={"User-Agent": self.fetch.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
-            )
+            headers = {"User-Agent": self.fetch.user_agent, "Accept-Encoding": ACCEPT_ENCODING}
+            self._session = crawl_session(connector, read_timeout(self.fetch.timeout), headers)
         return self._session
 
     async def _browser(self) -> _Browser:

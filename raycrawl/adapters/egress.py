@@ -30,6 +30,7 @@ from aiohttp.client_proto import ResponseHandler
 from yarl import URL
 
 from raycrawl.adapters.address_guard import GuardedResolver, ProxyNameResolver, check_target
+from raycrawl.adapters.http_session import crawl_session
 from raycrawl.core.addresses import is_ip_literal
 from raycrawl.core.proxy_routes import redact_text
 
@@ -103,14 +104,7 @@ class Egress:
                 limit_per_host=0,
                 ssl=ssl.create_default_context(),
             )
-        return aiohttp.ClientSession(
-            connector=connector,
-            timeout=like.timeout,
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=False,
-            headers=like.headers,
-        )
+        return crawl_session(connector, like.timeout, like.headers)
 
     async def close(self) -> None:
         for p in self.proxies:

@@ -44,6 +44,7 @@ from raycrawl.adapters.egress import Egress, ProxyAuthRefused, ProxyUnreachable
 from raycrawl.adapters.exchange import Exchange
 from raycrawl.adapters.extraction import Extraction, page_of
 from raycrawl.adapters.fetch_errors import RedirectFailed, fault_result, fetch_error
+from raycrawl.adapters.http_session import crawl_session, read_timeout
 from raycrawl.adapters.page_output import PageOutput
 from raycrawl.adapters.render_handoff import add_rendered_links, maybe_render, render_budget
 from raycrawl.core.addresses import is_ip_literal
@@ -127,18 +128,8 @@ class Fetcher:
             ttl_dns_cache=DNS_CACHE_S,
             ssl=ssl.create_default_context(),
         )
-        return aiohttp.ClientSession(
-            connector=connector,
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=s.timeout, sock_read=s.timeout),
-            auto_decompress=False,  # decoded by us, within max_body_bytes (core/decoding.py)
-            cookie_jar=aiohttp.DummyCookieJar(),  # a fetch never depends on what this process fetched before
-            trust_env=False,  # never route through a proxy from the environment
-            headers={
-                "User-Agent": s.user_agent,
-                "Accept": "text/html,*/*;q=0.8",
-                "Accept-Encoding": ACCEPT_ENCODING,
-            },
-        )
+        headers = {"User-Agent": s.user_agent, "Accept": "text/html,*/*;q=0.8", "Accept-Encoding": ACCEPT_ENCODING}
+        return crawl_session(connector, read_timeout(s.timeout), headers)
 
     def close(self) -> None:
         """Close the session's connections and stop the loop (at process exit, and in tests)."""
