@@ -8,13 +8,14 @@ What is shed or refused is counted (docs/architecture.md, invariant 5) and ends 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from raycrawl.core.frontier_settings import ACCEPTED_BUDGET, HOST_BUDGET, SITEMAP_BOUND, FrontierSettings
 from raycrawl.core.hosts import HostState
 from raycrawl.core.records import UrlEntry
 from raycrawl.core.robots_lifecycle import DENIED, denies
 from raycrawl.core.shard_queues import EndFn, ScoreFn, ShardQueues
+from raycrawl.core.urls import host_key
 
 HOST_QUEUE_FULL = "per-host queue full"
 
@@ -36,26 +37,40 @@ class Admission:
             queues.add_within,
         )
 
-    def admit(self, hs: HostState, entry: UrlEntry, revisits: bool) -> bool:
-        """Queue the URL for its host, or end (or hold) it; True: the host's queue changed. (Runs for every URL
-        pushed: a plain page of an open host, with no budget to count, is told apart without a call.)"""
-        robots = hs.robots
-        if (
-            hs.closed is not None
-            or entry.kind != "page"
-            or (self._budgets and not revisits)
-            or (robots is not None and robots.verdict == "parsed" and not robots.allows(entry.request_url))
-        ) and self._turned_away(hs, entry, revisits):
-            return False
-        if hs.queue.size + hs.stored >= self._per_host:
-            return self._shed(hs, entry)
-        if not self._add(hs, entry, self.score(entry), self._total):
-            self.counters["shed_frontier_full"] += 1
-            self.end(entry, "out_of_budget", "frontier full")
-            return False
-        if entry.kind == "page" and not revisits:  # (a sitemap is not a page: the budget does not count it)
-            hs.admitted += 1
-        return True
+    def admit(
+        self,
+        entries: Iterable[UrlEntry],
+        hosts: dict[str, HostState],
+        meet: Callable[[str], HostState],
+        revisits: bool,
+    ) -> dict[str, HostState]:
+        """Queue each URL for its host (``hosts``, or ``meet``: a host met now), or end (or hold) it; returns the
+        hosts whose queues changed. (Runs for every URL pushed: what it reads is held in locals, and a plain page
+        of an open host, with no budget to count, is told apart without a call.)"""
+        touched: dict[str, HostState] = {}
+        budgets, per_host, total, add, score = self._budgets, self._per_host, self._total, self._add, self.score
+        for entry in entries:
+            hs = hosts.get(host_key(entry.url)) or meet(entry.url)
+            robots = hs.robots
+            if (
+                hs.closed is not None
+                or entry.kind != "page"
+                or (budgets and not revisits)
+                or (robots is not None and robots.verdict == "parsed" and not robots.allows(entry.request_url))
+            ) and self._turned_away(hs, entry, revisits):
+                continue
+            if hs.queue.size + hs.stored >= per_host:
+                if self._shed(hs, entry):
+                    touched[hs.key] = hs
+                continue
+            if not add(hs, entry, score(entry), total):
+                self.counters["shed_frontier_full"] += 1
+                self.end(entry, "out_of_budget", "frontier full")
+                continue
+            if entry.kind == "page" and not revisits:  # (a sitemap is not a page: the budget does not count it)
+                hs.admitted += 1
+            touched[hs.key] = hs
+        return touched
 
     def _shed(self, hs: HostState, entry: UrlEntry) -> bool:
         """The host's queue is full: the lowest-scored URL makes room (a full queue sheds from its end, not the

@@ -151,13 +151,7 @@ class FrontierShard:
     def push(self, entries: Iterable[UrlEntry], revisits: bool = False) -> None:
         """Queue new URLs (or, with ``revisits``, URLs fetched before and due again: admitted once already, their
         host's page budget does not count them again) -- those their host's state admits (core/admission.py)."""
-        hosts, admit = self.hosts, self._admission.admit
-        touched: dict[str, HostState] = {}
-        for entry in entries:  # (runs for every URL: what it reads is held in locals)
-            hs = hosts.get(host_key(entry.url)) or self._host(entry.url)
-            if admit(hs, entry, revisits):
-                touched[hs.key] = hs
-        self._schedule_all(touched)
+        self._schedule_all(self._admission.admit(entries, self.hosts, self._host, revisits))
 
     def retry(self, entries: Iterable[UrlEntry]) -> None:
         """URLs that ended (dead letters) queued again with fresh attempts; a host that an error closed (robots.txt

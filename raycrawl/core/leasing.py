@@ -118,12 +118,12 @@ class Leasing:
         size = min(run_size(self.settings.run_length, gap, max(0.0, limit - head.not_before)) - 1, room)
         if size <= 0 or robots is None or robots.expires_at <= limit + gap * size:
             return []
-        run: list[Lease] = []
-        before, not_before, expires_at, shard = head.lease_id, head.not_before, head.expires_at, self.shard_id
-        for entry in self.queues.pop_run(hs, size):
-            run.append(Lease(before + 1, shard, entry.kind, not_before, expires_at, entry, before, gap))
-            before += 1
-        return run
+        first, not_before, expires_at, shard = head.lease_id, head.not_before, head.expires_at, self.shard_id
+        # (each names the one before it: ids are consecutive from the head's)
+        return [
+            Lease(first + i, shard, entry.kind, not_before, expires_at, entry, first + i - 1, gap)
+            for i, entry in enumerate(self.queues.pop_run(hs, size), 1)
+        ]
 
     def take_back(self, lease_ids: list[int], now: float, reason: str) -> dict[str, HostState]:
         """Leases whose task died, returned (the hosts touched, to schedule). The request may have been sent, so
