@@ -58,12 +58,11 @@ def test_full_crawl_is_complete_exactly_once_and_polite(tmp_path: Path) -> None:
     assert list((tmp_path / "out" / "warc").glob("*.warc.gz"))
 
 
-@pytest.mark.parametrize("leftovers", ["keep", "record"])
-def test_max_pages(tmp_path: Path, leftovers: str) -> None:
+def test_max_pages(tmp_path: Path) -> None:
+    """A limit, not a verdict: what is queued stays queued, for --resume with a larger one. (--leftovers record,
+    which drains the queues as out_of_budget: tests/unit/core/test_crawl_loop.py and the frontier's drain.)"""
     with TestWeb(WebSpec(hosts=5, pages_per_host=100)) as web:
-        cfg = local_config(
-            seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, max_pages=50, leftovers=leftovers
-        )
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, max_pages=50, leftovers="keep")
         summary, records = run(cfg)
         pages = page_requests(web.requests())
     assert len(pages) == 50
@@ -71,23 +70,10 @@ def test_max_pages(tmp_path: Path, leftovers: str) -> None:
     outcomes = Counter(r["outcome"] for r in records)
     assert outcomes["fetched"] == 50
     assert summary["stop_reason"] == "max-pages reached"
-    if leftovers == "keep":  # a limit, not a verdict: what is queued stays queued, for --resume with a larger one
-        assert outcomes["out_of_budget"] == 0 and summary["left_queued"] > 0 and summary["resumable"]
-    else:  # recorded as out_of_budget, final
-        assert outcomes["out_of_budget"] > 0 and summary["left_queued"] == 0 and not summary["resumable"]
+    assert outcomes["out_of_budget"] == 0 and summary["left_queued"] > 0 and summary["resumable"]
 
 
-def test_max_depth(tmp_path: Path) -> None:
-    with TestWeb(WebSpec(hosts=3, pages_per_host=100, private_links=False)) as web:
-        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.0, max_depth=1)
-        summary, records = run(cfg)
-        pages = page_requests(web.requests())
-    graph = web.graph
-    expected = {u for u, d in graph.reachable([(h, 0) for h in range(3)]).items() if d <= 1}
-    assert {r["url"] for r in records if r["outcome"] == "fetched"} == expected
-    assert {canonicalize(f"http://{r['host']}{r['path']}", DEFAULT_TRACKING_PARAMS) for r in pages} == expected
-    assert max(r["depth"] for r in records) == 1
-    assert summary["dropped_links"]["max_depth"] > 0
+# (--max-depth: tests/unit/core/test_outlinks.py; its summary count with the other dropped links there too)
 
 
 def test_time_limit(tmp_path: Path) -> None:
@@ -104,10 +90,8 @@ def test_time_limit(tmp_path: Path) -> None:
     assert summary["left_queued"] > 0 and summary["resumable"]
 
 
-@pytest.mark.parametrize(
-    ("scope", "expected_hosts"),
-    [("host", {"h0.site0.test"}), ("domain", {f"h{i}.site0.test" for i in range(4)}), ("any", None)],
-)
+# (host is every other test's scope; the three scopes' rules: tests/unit/core/test_scope_links.py)
+@pytest.mark.parametrize(("scope", "expected_hosts"), [("domain", {f"h{i}.site0.test" for i in range(4)})])
 def test_scopes(tmp_path: Path, scope: str, expected_hosts: set[str] | None) -> None:
     spec = WebSpec(hosts=8, pages_per_host=30, names=True, cross_host_links=0.6)
     with TestWeb(spec) as web:
@@ -129,25 +113,25 @@ def test_scopes(tmp_path: Path, scope: str, expected_hosts: set[str] | None) -> 
     assert summary["dropped_links"].get("out_of_scope", 0) > (0 if scope != "any" else -1)
 
 
-def test_exact_and_bloom_find_the_same_pages(tmp_path: Path) -> None:
+def test_a_partitioned_bloom_seen_set_finds_every_page(tmp_path: Path) -> None:
+    """The bloom seen-set, in 3 partitions, through a whole crawl: every reachable page once (the exact one is every
+    other test's; how each answers, unit by unit: tests/unit/core/test_seen.py, test_seen_partition.py)."""
     spec = WebSpec(hosts=50, pages_per_host=100, page_bytes=100, private_links=False)
-    found = {}
     with TestWeb(spec) as web:
-        for kind in ("exact", "bloom"):
-            cfg = local_config(
-                seeds=tuple(web.graph.seeds()),
-                out=str(tmp_path / kind),
-                delay=0.0,
-                dedup=kind,  # type: ignore[arg-type]
-                dedup_partitions=1 if kind == "exact" else 3,  # (a partitioned seen-set finds the same pages)
-                bloom_capacity=100_000,
-                bloom_error_rate=1e-6,
-            )
-            summary, records = run(cfg)
-            found[kind] = {r["url"] for r in records if r["outcome"] == "fetched"}
-            assert summary["dedup"]["size"] == len(found[kind])
-    assert len(found["exact"]) == 5_000
-    assert found["bloom"] == found["exact"]
+        cfg = local_config(
+            seeds=tuple(web.graph.seeds()),
+            out=str(tmp_path),
+            delay=0.0,
+            dedup="bloom",
+            dedup_partitions=3,
+            bloom_capacity=100_000,
+            bloom_error_rate=1e-6,
+        )
+        summary, records = run(cfg)
+    fetched = {r["url"] for r in records if r["outcome"] == "fetched"}
+    assert fetched == set(web.graph.reachable([(h, 0) for h in range(spec.hosts)]))
+    assert len(fetched) == 5_000 and summary["dedup"]["size"] == len(fetched)
+    assert_each_url_once(records)
 
 
 def test_loopback_is_not_reached_without_an_opt_in(tmp_path: Path) -> None:

@@ -105,7 +105,8 @@ def test_robots_txt_cases(tmp_path: Path) -> None:
     assert statistics.median(gaps[ip["normal"]]) < 0.5
 
 
-@pytest.mark.parametrize("profile", ["429-seconds", "429-date"])
+# (Retry-After as an HTTP date: parsed like the seconds, tests/unit/core/test_politeness.py)
+@pytest.mark.parametrize("profile", ["429-seconds"])
 def test_retry_after_blocks_only_that_host(tmp_path: Path, profile: str) -> None:
     spec = WebSpec(hosts=4, pages_per_host=25, profiles=(profile,))
     with TestWeb(spec) as web:

@@ -6,7 +6,6 @@ The cluster is a real `ray start --head` on 127.0.0.1 with token auth (tests/ray
 from __future__ import annotations
 
 import json
-import secrets
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from conftest import page_requests, wait_until, warc_page_responses
 from ray_cluster import RayHead
 
 from raycrawl.adapters.output import committed_parts, read_pages
-from raycrawl.adapters.snapshots import RedisSnapshotStore, SnapshotStore, StorageSnapshotStore
+from raycrawl.adapters.snapshots import SnapshotStore, StorageSnapshotStore
 from raycrawl.adapters.storage import resolve
 from raycrawl.config import DEFAULT_TRACKING_PARAMS
 from raycrawl.core.urls import canonicalize
@@ -28,7 +27,9 @@ from raycrawl.testing import TestWeb, WebSpec
 INTERVAL = 2.0
 
 
-@pytest.mark.parametrize("where", ["local", "redis", "s3"])
+# (checkpoints in Redis: the store's contract against a real redis-server in tests/e2e/test_snapshots.py, and
+# --redis-url through the CLI in tests/e2e/test_redis_outage.py)
+@pytest.mark.parametrize("where", ["local", "s3"])
 def test_sigkill_then_resume_records_every_page_once(
     tmp_path: Path, where: str, request: pytest.FixtureRequest
 ) -> None:
@@ -38,11 +39,6 @@ def test_sigkill_then_resume_records_every_page_once(
     if where == "s3":  # everything -- records, WARC, stats.json, checkpoints -- in a bucket of a real S3 API server
         out = request.getfixturevalue("s3_uri")
     store: SnapshotStore = StorageSnapshotStore(resolve(str(out)))
-    if where == "redis":
-        url = request.getfixturevalue("redis_url")
-        crawl_id = f"resume-{secrets.token_hex(4)}"
-        extra = ["--redis-url", url, "--crawl-id", crawl_id]
-        store = RedisSnapshotStore(url, crawl_id)
     head = RayHead()
     with TestWeb(spec) as web:
         args = [

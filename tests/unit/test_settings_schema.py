@@ -1,4 +1,5 @@
-"""A setting is described once, on its field (config/setting.py ``setting(...)``, in its group's module), and every table is made from that."""
+"""A setting is described once, on its field (config/setting.py ``setting(...)``, in its group's module), and every
+table is made from that."""
 
 from __future__ import annotations
 
