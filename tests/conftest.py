@@ -142,23 +142,84 @@ def s3_uri(s3_server: Any, request: pytest.FixtureRequest) -> str:
     return str(s3_server.uri(bucket, "crawl"))
 
 
+# The small local Ray of the modules that ask for ``ray_local``: started by the first of them and shared by the next
+# ones (a start and a stop cost ~4-5 s a module; its idle workers are warm for the next crawl). A module that does not
+# ask for it gets none: the shared one is stopped before it (it may start a Ray of its own, in process or not), and at
+# the end of the session.
+_SHARED_RAY = {"up": False}
+# What starts a Ray or a crawl other than the shared one: a `ray start` head, ray.init, a crawl in process, by the CLI,
+# as a job or in a notebook's kernel
+OWN_RAY = re.compile(r"\bRayHead\b|\bray\.init\(|\bCrawl\(|\brun\(cfg|raycrawl\.cli|\bray\b.*\bstart\b|jobs/|ipynb")
+
+
 @pytest.fixture(scope="module")
 def ray_local() -> Iterator[None]:
     import ray
 
-    ray.init(
-        address="local",  # a Ray of this module's own, never another one running on the machine
-        num_cpus=2,
-        include_dashboard=False,
-        logging_level="WARNING",
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",  # tests touch loopback only, Ray included
-        _system_config=dict(RAY_SYSTEM_CONFIG),  # as `raycrawl crawl` starts its own Ray
-    )
-    try:
-        yield
-    finally:
+    if not (_SHARED_RAY["up"] and ray.is_initialized()):
+        if ray.is_initialized():
+            ray.shutdown()
+        ray.init(
+            address="local",  # a Ray of the tests' own, never another one running on the machine
+            num_cpus=2,
+            include_dashboard=False,
+            logging_level="WARNING",
+            log_to_driver=False,
+            _node_ip_address="127.0.0.1",  # tests touch loopback only, Ray included
+            _system_config=dict(RAY_SYSTEM_CONFIG),  # as `raycrawl crawl` starts its own Ray
+        )
+        _SHARED_RAY["up"] = True
+    yield
+    # A module that left work running (a failed test's actors, tasks holding CPUs) must not slow the next: what it
+    # left is ended with its Ray.
+    if not _ray_at_rest():
+        _stop_shared_ray()
+
+
+def _ray_at_rest() -> bool:
+    """Every actor of the shared Ray is dead and its CPUs are free (within a few seconds: a crawl's end frees them)."""
+    import ray
+    from ray._private import state  # (the GCS's own table: the state API needs the dashboard, which tests leave out)
+
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
+            alive = any(actor["State"] != "DEAD" for actor in state.actors().values())
+            busy = ray.available_resources().get("CPU", 0.0) < ray.cluster_resources().get("CPU", 0.0)
+        except Exception:  # (no answer: not at rest)
+            return False
+        if not alive and not busy:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+
+
+def _stop_shared_ray() -> None:
+    import ray
+
+    if _SHARED_RAY["up"]:
         ray.shutdown()
+        _SHARED_RAY["up"] = False
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_shared_ray_unless_asked(request: pytest.FixtureRequest) -> None:
+    """A module that starts a Ray or a crawl of its own (in this process or another: ``OWN_RAY``) without
+    ``ray_local`` -- and every unit test module -- starts with no Ray in this process, as if it ran alone. Modules
+    that start neither (a fetcher against the test web, the archive tools) leave the shared one up for the next."""
+    if not _SHARED_RAY["up"]:
+        return
+    path = Path(str(request.node.path))
+    source = path.read_text(encoding="utf-8")
+    if "unit" in path.parts or ("ray_local" not in source and OWN_RAY.search(source)):
+        _stop_shared_ray()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_ray_stopped_at_the_end() -> Iterator[None]:
+    yield
+    _stop_shared_ray()
 
 
 LOOPBACK = ("127.0.0.0/8",)

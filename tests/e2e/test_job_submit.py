@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from conftest import REPO, assert_each_url_once, page_requests
 from ray_cluster import RayHead
 
@@ -16,6 +18,17 @@ from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
 
 DELAY = 0.05
+
+
+@pytest.fixture(scope="module")
+def head() -> Iterator[RayHead]:
+    """One ``ray start --head`` (token auth, a dashboard for the job API) for the module's jobs, each its own."""
+    cluster = RayHead()
+    cluster.start(dashboard=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 def submit(
@@ -33,26 +46,21 @@ def submit(
     return job_id, subprocess.run(command, env=head.env, capture_output=True, text=True, timeout=600)
 
 
-def test_ray_job_submit_runs_a_crawl_to_success(tmp_path: Path) -> None:
+def test_ray_job_submit_runs_a_crawl_to_success(head: RayHead, tmp_path: Path) -> None:
     spec = WebSpec(hosts=6, pages_per_host=80, page_bytes=200)
-    head = RayHead()
-    head.start(dashboard=True)
-    try:
-        with TestWeb(spec) as web:
-            out = tmp_path / "out"
-            api = f"http://127.0.0.1:{head.dashboard_port}"
-            job_id, done = submit(head, "jobs/crawl.py", *web.graph.seeds(), "--out", str(out), "--delay", str(DELAY))
-            status = subprocess.run(
-                ["ray", "job", "status", "--address", api, job_id],
-                env=head.env, capture_output=True, text=True, timeout=120,
-            )  # fmt: skip
-            logs = subprocess.run(
-                ["ray", "job", "logs", "--address", api, job_id],
-                env=head.env, capture_output=True, text=True, timeout=120,
-            )  # fmt: skip
-            requests = web.requests()
-    finally:
-        head.stop()
+    with TestWeb(spec) as web:
+        out = tmp_path / "out"
+        api = f"http://127.0.0.1:{head.dashboard_port}"
+        job_id, done = submit(head, "jobs/crawl.py", *web.graph.seeds(), "--out", str(out), "--delay", str(DELAY))
+        status = subprocess.run(
+            ["ray", "job", "status", "--address", api, job_id],
+            env=head.env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        logs = subprocess.run(
+            ["ray", "job", "logs", "--address", api, job_id],
+            env=head.env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        requests = web.requests()
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "succeeded" in (status.stdout + status.stderr).lower()  # "Job '...' succeeded"
@@ -67,19 +75,14 @@ def test_ray_job_submit_runs_a_crawl_to_success(tmp_path: Path) -> None:
     assert summary["finished"] is True
 
 
-def test_a_python_score_function_rides_along_with_ray_job_submit(tmp_path: Path) -> None:
+def test_a_python_score_function_rides_along_with_ray_job_submit(head: RayHead, tmp_path: Path) -> None:
     """Issue 17, acceptance 3: jobs/scored_crawl.py's score() runs in the shards of a submitted job."""
     spec = WebSpec(hosts=2, pages_per_host=30, page_bytes=200, private_links=False, cross_host_links=0.0)
-    head = RayHead()
-    head.start(dashboard=True)
-    try:
-        with TestWeb(spec) as web:
-            seeds = [web.graph.url(h, p) for h in range(spec.hosts) for p in range(spec.pages_per_host)]
-            out = tmp_path / "out"
-            _, done = submit(head, "jobs/scored_crawl.py", *seeds, "--out", str(out), "--delay", str(DELAY), "--quiet")
-            requests = page_requests(web.requests())
-    finally:
-        head.stop()
+    with TestWeb(spec) as web:
+        seeds = [web.graph.url(h, p) for h in range(spec.hosts) for p in range(spec.pages_per_host)]
+        out = tmp_path / "out"
+        _, done = submit(head, "jobs/scored_crawl.py", *seeds, "--out", str(out), "--delay", str(DELAY), "--quiet")
+        requests = page_requests(web.requests())
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert len(requests) == spec.hosts * spec.pages_per_host
@@ -103,7 +106,7 @@ def extract(page):
 """
 
 
-def test_an_extractor_module_in_the_jobs_working_dir_runs_on_the_workers(tmp_path: Path) -> None:
+def test_an_extractor_module_in_the_jobs_working_dir_runs_on_the_workers(head: RayHead, tmp_path: Path) -> None:
     """Issue 47, acceptance 4: ``--extract module:function`` with the module only in the job's working directory
     (not installed, not in the repo): the driver checks it imports, the fetch workers run it."""
     import ray
@@ -117,16 +120,11 @@ def test_an_extractor_module_in_the_jobs_working_dir_runs_on_the_workers(tmp_pat
     (job_dir / "my_items.py").write_text(EXTRACTOR)
     spec = WebSpec(hosts=2, pages_per_host=10, profiles=("articles", "articles"))
     out = tmp_path / "out"
-    head = RayHead()
-    head.start(dashboard=True)
-    try:
-        with TestWeb(spec) as web:
-            _, done = submit(
-                head, "jobs/crawl.py", *web.graph.seeds(), "--out", str(out), "--delay", str(DELAY), "--quiet",
-                "--extract", "my_items:extract", "--require", "title", working_dir=job_dir,
-            )  # fmt: skip
-    finally:
-        head.stop()
+    with TestWeb(spec) as web:
+        _, done = submit(
+            head, "jobs/crawl.py", *web.graph.seeds(), "--out", str(out), "--delay", str(DELAY), "--quiet",
+            "--extract", "my_items:extract", "--require", "title", working_dir=job_dir,
+        )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     ray.init(address="local", num_cpus=1, include_dashboard=False, _node_ip_address="127.0.0.1")
     try:
