@@ -240,10 +240,10 @@ def test_losing_the_node_of_a_shard_or_a_partition_loses_nothing_and_doubles_not
         if holding == "shard"
         else ["--shards", "1", "--dedup-partitions", "2"]
     )
-    spec = WebSpec(hosts=5, pages_per_host=400, page_bytes=300)
+    spec = WebSpec(hosts=5, pages_per_host=200, page_bytes=300)
     addresses = {n.address for n in nodes}
     with TestWeb(spec) as web:
-        proc = _crawl(head, web.graph.seeds(), s3_uri, *counts, "--delay", "0.1")  # (~40 s: the kill is mid-crawl)
+        proc = _crawl(head, web.graph.seeds(), s3_uri, *counts, "--delay", "0.1")  # (~20 s: the kill is mid-crawl)
 
         def victim() -> PrivateNode | None:
             where = _placement(s3_uri)
