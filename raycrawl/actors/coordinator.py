@@ -60,14 +60,11 @@ from raycrawl.core.host_actions import HostAction
 from raycrawl.core.proxy_routes import ProxyPlan
 from raycrawl.core.recrawl import recrawl_links
 from raycrawl.core.scope import ScopePolicy
-from raycrawl.core.sharding import shard_for
+from raycrawl.core.sharding import actor_counts, shard_for
 from raycrawl.core.stats import CrawlStats
 from raycrawl.proxies import proxy_plan
 
 WARM_UP_TIMEOUT = 20.0
-# Seen-set partitions by default: one per this many CPUs of the cluster (a partition checks ~a million URLs a second,
-# and a cluster of that many CPUs finds far fewer: more partitions only cost round trips).
-CPUS_PER_PARTITION = 8
 
 
 class Coordinator:
@@ -89,13 +86,11 @@ class Coordinator:
         self._resumed = checkpoints.load(self.store) if cfg.resume else None
         cpus = int(ray.cluster_resources().get("CPU", 2))
         self._unwrapped_parts = 0  # WARC parts an older raycrawl gzipped twice, put right by this resume
+        resumed = None
         if self._resumed is not None:
             _, self._unwrapped_parts = self.output.resume(self._resumed.state.parts)
-            self.num_shards = self._resumed.state.num_shards
-            self.num_partitions = len(self._resumed.dedup)
-        else:
-            self.num_shards = cfg.shards or max(2, cpus)
-            self.num_partitions = cfg.dedup_partitions or max(1, cpus // CPUS_PER_PARTITION)
+            resumed = (self._resumed.state.num_shards, len(self._resumed.dedup))
+        self.num_shards, self.num_partitions = actor_counts(cfg.shards, cfg.dedup_partitions, cpus, resumed)
         # The crawl's scope, held here and grown only by _widen_scope; each new crew is given it whole.
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self._placement = Placement()  # (one for the crawl: nodes that lost actors stay avoided by later crews)
