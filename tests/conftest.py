@@ -181,18 +181,15 @@ def _ray_at_rest() -> bool:
     import ray
     from ray._private import state  # (the GCS's own table: the state API needs the dashboard, which tests leave out)
 
-    deadline = time.monotonic() + 5.0
-    while True:
-        try:
-            alive = any(actor["State"] != "DEAD" for actor in state.actors().values())
-            busy = ray.available_resources().get("CPU", 0.0) < ray.cluster_resources().get("CPU", 0.0)
-        except Exception:  # (no answer: not at rest)
-            return False
-        if not alive and not busy:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
+    def at_rest() -> bool:
+        alive = any(actor["State"] != "DEAD" for actor in state.actors().values())
+        return not alive and ray.available_resources().get("CPU", 0.0) >= ray.cluster_resources().get("CPU", 0.0)
+
+    try:
+        wait_until(at_rest, 5.0, "the shared Ray at rest")
+    except Exception:  # (timed out, or no answer: not at rest)
+        return False
+    return True
 
 
 def _stop_shared_ray() -> None:

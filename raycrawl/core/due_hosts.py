@@ -9,6 +9,7 @@ token its host no longer holds is stale and skipped where it is met. This module
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from typing import Any
 
 from raycrawl.core.hosts import HostState
@@ -40,7 +41,8 @@ class DueHosts:
         """The host may not be leased now (its entry, if any, is stale)."""
         hs.heap_token = 0
 
-    def clear(self, hosts: Any) -> None:
+    def clear(self, hosts: Iterable[HostState]) -> None:
+        """None of ``hosts`` may be leased now (a drained shard's)."""
         for hs in hosts:
             hs.heap_token = 0
         self._ready, self._ranked = [], []

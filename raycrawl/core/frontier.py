@@ -151,7 +151,7 @@ class FrontierShard:
     def push(self, entries: Iterable[UrlEntry], revisits: bool = False) -> None:
         """Queue new URLs (or, with ``revisits``, URLs fetched before and due again: admitted once already, their
         host's page budget does not count them again) -- those their host's state admits (core/admission.py)."""
-        self._schedule_all(self._admission.admit(entries, self.hosts, self._host, revisits))
+        self._schedule_all(self._admission.admit(entries, self.hosts, self.host_for, revisits))
 
     def retry(self, entries: Iterable[UrlEntry]) -> None:
         """URLs that ended (dead letters) queued again with fresh attempts; a host that an error closed (robots.txt
@@ -211,7 +211,8 @@ class FrontierShard:
             self.queues.flush()
             self._schedule(hs)
 
-    def _host(self, url: str) -> HostState:
+    def host_for(self, url: str) -> HostState:
+        """The URL's host, met now if it is new."""
         key = host_key(url)
         hs = self.hosts.get(key)
         if hs is None:
@@ -446,10 +447,6 @@ class FrontierShard:
         self.hosts[hs.key] = hs
         if hs.paused is not None:
             self._paused.add(hs.key)
-
-    def host_for(self, url: str) -> HostState:
-        """The URL's host, met now if it is new."""
-        return self.hosts.get(host_key(url)) or self._host(url)
 
     # --- visibility ----------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ before them by id (core/runs.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 from raycrawl.core.host_budget import Release
 from raycrawl.core.hosts import HostState
@@ -32,9 +32,6 @@ class LeaseTable:
 
     def __contains__(self, lease_id: int) -> bool:
         return lease_id in self._leases
-
-    def __iter__(self) -> Iterator[Leased]:
-        return iter(self._leases.values())
 
     @property
     def next_id(self) -> int:

@@ -67,18 +67,13 @@ class ShardQueues:
 
     # --- in ------------------------------------------------------------------------------------------
 
-    def add(self, hs: HostState, entry: UrlEntry, key: float | None = None) -> None:
-        """Queue the URL for its host (``key``: its score, when the caller has it already)."""
-        if key is None:
-            key = self._score(entry)
-        if hs.queue.size < self.bench_size and not hs.stored:
-            hs.queue.push(key, entry)
-        else:
-            self.bench.add(hs, key, entry)  # type: ignore[union-attr]  # (a bound below maxsize: a store)
-        self._queued += 1
+    def add(self, hs: HostState, entry: UrlEntry) -> None:
+        """Queue the URL for its host, whatever is queued already (a retry, a URL given back, a restore's)."""
+        self.add_within(hs, entry, self._score(entry), sys.maxsize)
 
     def add_within(self, hs: HostState, entry: UrlEntry, key: float, bound: int) -> bool:
-        """``add``, unless ``bound`` URLs are queued in memory already (a store's disk is its own bound)."""
+        """Queue the URL for its host under the score ``key``, unless ``bound`` URLs are queued in memory already (a
+        store's disk is its own bound); False: not queued."""
         if hs.queue.size < self.bench_size and not hs.stored:
             if self._queued >= bound and self.bench is None:
                 return False
