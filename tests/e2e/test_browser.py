@@ -7,6 +7,8 @@ second request for the page) and what the render gave (the links its script wrot
 from __future__ import annotations
 
 import asyncio
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -226,10 +228,20 @@ def test_a_page_that_takes_the_browsers_memory_is_stopped_while_it_renders(web: 
     assert outcome.total_ms < 15_000 and outcome.restarts == 0
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temp dir with a short path: Chromium's profile socket under it must fit a Unix socket path (108 bytes),
+    which pytest's own tmp_path under an xdist worker (.../popen-gw0/<test name>0/...) can outgrow."""
+    path = Path(tempfile.mkdtemp(prefix="dl-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def test_a_rendered_pages_download_is_never_written(
-    web: TestWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    web: TestWeb, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 46.10: a script's download (a blob saved through <a download>) was written to the browser's disk."""
+    tmp_path = short_tmp
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # (where Playwright's driver keeps what a browser downloads)
     seen: set[str] = set()
     stop = threading.Event()
