@@ -26,7 +26,7 @@ from raycrawl.core.urls import redact_credentials
 from raycrawl.errors import ConfigError, CrawlNotFound, ServiceError
 from raycrawl.output_location import check_output_shared, check_recrawl_source, prepare_out_dir, store_of
 from raycrawl.proxies import proxy_plan
-from raycrawl.ray_runtime import connect_ray, ensure_ray, where
+from raycrawl.ray_runtime import check_outlives_this_process, connect_ray, ensure_ray, where
 from raycrawl.results import read_items, read_results
 from raycrawl.seeds import SeedProblem, check_seed_addresses, load_seeds, seed_urls
 
@@ -91,7 +91,7 @@ class Crawl:
         connect_ray(address)
         client = CoordinatorClient.find(crawl_id)
         if client is None:
-            raise CrawlNotFound(f"no running crawl named {crawl_id!r} on the Ray cluster{where(address)}")
+            return cls._ended_detached(crawl_id, address)
         try:
             config, out_dir, _ = client.describe()
         except CrawlNotFound:
@@ -100,13 +100,30 @@ class Crawl:
         crawl._client, crawl.out_dir, crawl.crawl_id = client, out_dir, crawl_id
         return crawl
 
+    @classmethod
+    def _ended_detached(cls, crawl_id: str, address: str | None) -> Crawl:
+        """A detached crawl that has ended, as its summary on the cluster says (actors/kept_summaries.py)."""
+        from raycrawl.actors import kept_summaries
+        from raycrawl.actors.coordinator_client import CoordinatorClient
+
+        summary = kept_summaries.kept(crawl_id)
+        if summary is None:
+            raise CrawlNotFound(f"no running crawl named {crawl_id!r} on the Ray cluster{where(address)}")
+        crawl = cls(CrawlConfig(crawl_id=crawl_id))
+        crawl._client, crawl.out_dir, crawl.crawl_id = CoordinatorClient.ended(crawl_id), summary["out_dir"], crawl_id
+        crawl._summary = summary
+        return crawl
+
     @property
     def attached(self) -> bool:
         """Reached by ``attach()``, not started here: the crawl's driver is elsewhere."""
         return self._client is not None and not self._client.drives
 
-    def start(self) -> Crawl:
-        """Validate seeds and output, start Ray if needed, and start the coordinator. Returns at once."""
+    def start(self, detach: bool | None = None) -> Crawl:
+        """Validate seeds and output, start Ray if needed, and start the coordinator. Returns at once.
+        ``detach`` (default: the config's): the crawl is owned by no driver and runs to its end whatever happens
+        to this process; it needs a Ray cluster that outlives it (``ray_address``). Reach it by its id
+        (``Crawl.attach``), which this object then does too."""
         from raycrawl.actors.coordinator_client import CoordinatorClient
         from raycrawl.actors.settings import crawl_id_of
 
@@ -119,11 +136,14 @@ class Crawl:
             self.seeds, self.seed_problems = load_seeds(self.config)  # (with the crawl's own tracking parameters)
         check_seed_addresses(self.seeds, self.config)
         egress = proxy_plan(self.config)  # (credentials from this process's environment: checked before Ray starts)
+        detach = self.config.detach if detach is None else detach
+        if detach:
+            check_outlives_this_process(self.config.ray_address)
         ensure_ray(self.config.ray_address)
         check_output_shared(self.out_dir, self.config)
         self.crawl_id = crawl_id_of(self.config, self.out_dir)
         config = self.config.replace(egress=egress)
-        self._client = CoordinatorClient.start(self.crawl_id, config, self.seeds, self.out_dir)
+        self._client = CoordinatorClient.start(self.crawl_id, config, self.seeds, self.out_dir, detach)
         return self
 
     def _running(self) -> CoordinatorClient:
@@ -154,10 +174,12 @@ class Crawl:
     def _ended(self, client: CoordinatorClient) -> dict[str, Any] | None:
         """An attached crawl's summary once it has ended: from its coordinator while it is still there, else from
         stats.json in its output (None while it runs)."""
+        from raycrawl.actors import kept_summaries
+
         try:
             return client.final()
         except CrawlNotFound:
-            final = read_stats(self.out_dir, self.config.filesystem)
+            final = kept_summaries.kept(self.crawl_id) or read_stats(self.out_dir, self.config.filesystem)
             if final is None:
                 raise CrawlNotFound(
                     f"the crawl {self.crawl_id!r} has ended (its summary, {self.out_dir}/stats.json, is not readable"
@@ -260,7 +282,8 @@ class Crawl:
         if self._summary is not None:
             return True
         if self.attached:  # (its driver waits for the run: here, the status says when it has ended)
-            if self.status().get("state") == "finished":
+            self.status()
+            if self._summary is not None:  # (finished; or, for a detached crawl, failed)
                 return True
             time.sleep(seconds)
             return False

@@ -195,12 +195,22 @@ def print_summary(summary: dict[str, Any], cfg: CrawlConfig | None = None) -> No
         print(f"raycrawl: stopped with {what}; continue with: {resume}")
 
 
+def print_detached(crawl_id: str, address: str | None) -> None:
+    reach = shlex.quote(crawl_id) + (f" --ray-address {shlex.quote(address)}" if address else "")
+    print(f"raycrawl: crawl {crawl_id} runs detached on the Ray cluster; this command may end.")
+    for verb, what in (("status", "its progress"), ("wait", "wait for its end"), ("stop", "stop it")):
+        print(f"raycrawl:   {what + ':':18} raycrawl {verb} --crawl-id {reach}")
+
+
 def run_crawl(cfg: CrawlConfig, named: frozenset[str] | None = None) -> int:
     from raycrawl.api import Crawl
 
     crawl = Crawl(cfg, named).start()
     for problem in crawl.seed_problems:
         print(f"raycrawl: skipped seed {problem}", file=sys.stderr)
+    if cfg.detach:
+        print_detached(crawl.crawl_id, cfg.ray_address)
+        return 0
     progress = Progress(quiet=cfg.quiet, total=cfg.max_pages)
     interrupts = 0
 

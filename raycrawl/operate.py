@@ -1,4 +1,4 @@
-"""``raycrawl status|hosts|pause|resume|stop|add-seeds|pause-host|resume-host|set-delay|list``: a running crawl,
+"""``raycrawl status|hosts|pause|resume|stop|wait|add-seeds|pause-host|resume-host|set-delay|list``: a running crawl,
 operated from any machine that reaches its Ray cluster, by its crawl id (``Crawl.attach``).
 
 Output is for people, or with ``--json`` one JSON document for scripts. Exit codes: 0 done; 2 a bad argument;
@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from raycrawl.core.revisit_schedule import format_duration
-from raycrawl.errors import ConfigError, UnknownHost
+from raycrawl.errors import ConfigError, RaycrawlError, UnknownHost
 from raycrawl.progress import tasks_text
 
 COMMANDS = {
@@ -22,6 +22,7 @@ COMMANDS = {
     "pause": "start no new requests (fetches under way finish); queued URLs wait",
     "resume": "undo pause",
     "stop": "stop after a checkpoint (queued URLs stay for --resume), and wait for the crawl to end",
+    "wait": "wait for a crawl to end (a detached one too, after its end) and print its summary",
     "add-seeds": "crawl these URLs too, as seeds",
     "pause-host": "send no more requests to a host (its URLs stay queued)",
     "resume-host": "undo pause-host",
@@ -47,6 +48,8 @@ def add_commands(sub: Any) -> None:
             command.add_argument("urls", nargs="+", metavar="URL")
         if name == "hosts":
             command.add_argument("--top", type=int, default=20, metavar="N", help="the N busiest (default 20)")
+        if name == "wait":
+            command.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS (exit 1)")
         if name == "stop":
             command.add_argument("--no-wait", action="store_true", help="ask it to stop, and return at once")
 
@@ -75,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         summary = None if args.no_wait else crawl.wait()
         what = "stopping" if summary is None else f"stopped: {summary.get('records')} records"
         _print(args, {"ok": True, "crawl_id": args.crawl_id, "summary": summary}, lambda: [f"raycrawl: {what}"])
+    elif command == "wait":
+        return _wait(args, crawl)
     elif command == "add-seeds":
         try:
             added = crawl.add_seeds(args.urls)
@@ -90,6 +95,23 @@ def run(args: argparse.Namespace) -> int:
         if not known:
             raise UnknownHost(f"crawl {args.crawl_id} has no host {args.host!r} (see `raycrawl hosts`)")
         _done(args, f"{command} {args.host} in crawl {args.crawl_id}")
+    return 0
+
+
+def _wait(args: argparse.Namespace, crawl: Any) -> int:
+    """The crawl's summary once it ends, as ``raycrawl crawl`` prints it; 1 if it failed (or did not end in time)."""
+    from raycrawl.cli import print_summary
+
+    try:
+        summary = crawl.wait(timeout=args.timeout)
+    except TimeoutError as exc:
+        raise RaycrawlError(f"wait: {exc}") from None
+    if summary.get("state") == "failed":
+        raise RaycrawlError(f"the crawl {args.crawl_id} failed: {summary.get('error')}")
+    if args.json:
+        print(json.dumps(summary, default=str))
+    else:
+        print_summary(summary)
     return 0
 
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from raycrawl.errors import ServiceError
+from raycrawl.errors import ConfigError, ServiceError
 from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
 
 SINGLE_MACHINE_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -76,6 +76,28 @@ def ensure_ray(address: str | None) -> None:
         raise ServiceError(f"cannot start or reach Ray at {where}: {exc}") from None
     finally:
         auth_log.setLevel(level)
+
+
+def check_outlives_this_process(address: str | None) -> None:
+    """A detached crawl needs a Ray that goes on when this process ends: one it joins, never one it starts (that one
+    ends with it, and the crawl with it). Said before anything starts."""
+    import ray
+
+    joins = bool(address or os.environ.get("RAY_ADDRESS")) if not ray.is_initialized() else not _started_here()
+    if not joins:
+        raise ConfigError(
+            "detach: a detached crawl runs on a Ray cluster that outlives this process, and this one would run on a "
+            "Ray it starts itself (ended with it): start one with `ray start --head`, then give --ray-address "
+            "(or RAY_ADDRESS)"
+        )
+
+
+def _started_here() -> bool:
+    """Whether this process started the Ray it is connected to (``ray.init()`` with no cluster to join)."""
+    from ray._private import worker
+
+    node = worker._global_node
+    return node is not None and bool(node.all_processes)  # (a node joined, not started, runs no process of its own)
 
 
 def connect_ray(address: str | None) -> None:

@@ -31,7 +31,7 @@ import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from raycrawl.actors import checkpoints, reporting
+from raycrawl.actors import checkpoints, kept_summaries, reporting
 from raycrawl.actors.capacity import ClusterCapacity
 from raycrawl.actors.coordinator_checkpoints import ROLLBACK_CAUSES, CheckpointsAndRollbacks
 from raycrawl.actors.crew import Crew
@@ -275,6 +275,22 @@ class Coordinator:
             self._final = summary
         self.crew.close()
         return summary
+
+    def run_detached(self) -> None:
+        """Run the crawl on a thread of this actor's own and return: a detached crawl, which no driver waits on.
+        When it ends, its summary is kept on the cluster (actors/kept_summaries.py) and this actor ends, letting
+        the crawl's name go."""
+        threading.Thread(target=self._run_alone, name="raycrawl-detached-run", daemon=True).start()
+
+    def _run_alone(self) -> None:
+        try:
+            summary = self.run()
+        except Exception as exc:  # (what a driver would have been told: kept for whoever asks, then this ends)
+            summary = {"state": "failed", "error": f"{type(exc).__name__}: {exc}", "out_dir": self.out_dir}
+            with self._lock:
+                self._status, self._final = {"state": "finished"}, summary
+        kept_summaries.keep(self.crawl_id, summary)
+        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
     def _start_warm_up(self) -> list[Any]:
         """Start the fetch workers now, not mid-crawl (see warm_up): one per task the cluster's CPUs hold."""

@@ -20,6 +20,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from raycrawl.actors import kept_summaries
 from raycrawl.actors.coordinator import CoordinatorActor
 from raycrawl.actors.placement import ACTOR_LOST
 from raycrawl.config import CrawlConfig
@@ -41,15 +42,20 @@ class CoordinatorClient:
     # --- finding and starting ------------------------------------------------------------------------
 
     @classmethod
-    def start(cls, crawl_id: str, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str) -> CoordinatorClient:
+    def start(
+        cls, crawl_id: str, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str, detach: bool = False
+    ) -> CoordinatorClient:
         """A new crawl's coordinator, on this node (it buffers page records on its disk: keep it where ``--out``
         was given), under the crawl's name, running. A finished crawl of that name still holding it (its driver
-        has not let it go yet) is waited for; a running one is an error."""
+        has not let it go yet) is waited for; a running one is an error. ``detach``: owned by no driver -- it runs
+        to its end whatever happens to this process, and is then reached by its id only (``drives`` is False)."""
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         deadline = time.monotonic() + NAME_RELEASE_S
         while True:
             try:
                 options = {"name": crawl_id, "namespace": NAMESPACE, "scheduling_strategy": here}
+                if detach:
+                    options["lifetime"] = "detached"
                 actor = CoordinatorActor.options(**options).remote(cfg, seeds, out_dir)
                 break
             except ValueError:  # the name is taken
@@ -60,8 +66,20 @@ class CoordinatorClient:
                     ) from None
                 time.sleep(0.2)
         client = cls(actor, crawl_id)
-        client._run = actor.run.remote()
+        if not detach:
+            client._run = actor.run.remote()
+            return client
+        kept_summaries.forget(crawl_id)  # (an earlier detached crawl's of this id: not this one's)
+        try:  # (returns once the coordinator is made and runs: from then on nothing of this process is needed)
+            ray.get(actor.run_detached.remote())
+        except ACTOR_LOST as exc:
+            raise RaycrawlError(f"the crawl {crawl_id!r} did not start: {str(exc).strip()[:500]}") from None
         return client
+
+    @classmethod
+    def ended(cls, crawl_id: str) -> CoordinatorClient:
+        """The client of a detached crawl that has ended: every command says so (``CrawlNotFound``)."""
+        return cls(_Ended(crawl_id), crawl_id)
 
     @classmethod
     def find(cls, crawl_id: str) -> CoordinatorClient | None:
@@ -162,6 +180,17 @@ class CoordinatorClient:
             raise CrawlNotFound(f"the crawl {self.crawl_id!r} has ended") from None
         except GetTimeoutError:
             raise CrawlNotFound(f"the crawl {self.crawl_id!r} does not answer (waited {timeout:.0f} s)") from None
+
+
+class _Ended:
+    """Stands for the coordinator of a crawl that has ended: any method asked of it is the error a call to a gone
+    coordinator gives."""
+
+    def __init__(self, crawl_id: str) -> None:
+        self.crawl_id = crawl_id
+
+    def __getattr__(self, name: str) -> Any:
+        raise CrawlNotFound(f"the crawl {self.crawl_id!r} has ended")
 
 
 def _named(crawl_id: str) -> Any | None:

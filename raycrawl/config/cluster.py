@@ -48,6 +48,14 @@ class ClusterSettings:
         default_text="RAY_ADDRESS, else a local Ray",
         resume="per_run",
     )
+    detach: bool = setting(
+        False,
+        "leave the crawl running on the Ray cluster, owned by no driver: the command returns once it runs (`raycrawl"
+        " status|wait|stop --crawl-id` reach it; its summary is kept on the cluster after it ends); needs a cluster"
+        " that outlives the command (--ray-address)",
+        group="cluster",
+        resume="per_run",
+    )
     fetch_batch_size: int = setting(
         default_of(LoopSettings, "fetch_batch_size"),
         "URLs per fetch task when enough are due",

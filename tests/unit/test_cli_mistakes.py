@@ -82,3 +82,24 @@ def test_every_user_mistake_is_one_line_naming_the_setting_and_its_source(
     for words in says:
         assert words in lines[0], (words, lines[0])
     assert stdout == ""
+
+
+def test_a_detached_crawl_without_a_cluster_to_outlive_the_command_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    """--detach on a Ray the command would start itself (no --ray-address, no RAY_ADDRESS): the crawl would end with
+    the command. Exit 2, saying how to start a cluster; no Ray started here."""
+    import os
+    import sys
+
+    saved = os.environ.pop("RAY_ADDRESS", None)
+    try:
+        returncode, stdout, stderr = raycrawl("crawl", "http://a.test/", "--detach", "--out", "o", cwd=tmp_path)
+    finally:
+        if saved is not None:
+            os.environ["RAY_ADDRESS"] = saved
+    assert returncode == 2 and stdout == ""
+    assert stderr.startswith("raycrawl: error: detach: ") and "ray start --head" in stderr and "--ray-address" in stderr
+    assert "Traceback" not in stderr
+    ray = sys.modules.get("ray")
+    assert ray is None or not ray.is_initialized()
