@@ -95,6 +95,12 @@ class RayHead:
         gcs = re.compile(re.escape(self.address.encode()) + rb"(?!\d)") if self.address else None
         return kill_tree(lambda pid, cmdline: self.temp_dir.encode() in cmdline or bool(gcs and gcs.search(cmdline)))
 
+    def pids(self, title: str) -> list[int]:
+        """This cluster's processes whose title (a Ray worker's rewritten command line) starts with ``title``."""
+        table = process_table()
+        roots = {pid for pid, (_, cmdline) in table.items() if self.temp_dir.encode() in cmdline}
+        return sorted(pid for pid in descendants(roots, table) if table[pid][1].startswith(title.encode()))
+
     def stop(self) -> None:
         """This cluster's processes, and no other Ray on the machine (``ray stop`` would end them all); then its
         temp dir, the note naming it the current cluster with it."""

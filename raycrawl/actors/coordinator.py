@@ -15,7 +15,9 @@ and nothing is queued or leased anywhere. A checkpoint is taken when it is at re
 
 How it survives: a seen-set partition that dies is rebuilt alone and exactly (actors/crew.py); a shard that
 dies, or a node lost with buffered output, rolls the whole crawl back to its last checkpoint; a fetch task that
-dies has its shards take back the leases it had not settled.
+dies has its shards take back the leases it had not settled; this coordinator's own process dying, Ray makes it
+again and it picks the crawl up from its crew, which outlives it (actors/crew_registry.py, coordinator_checkpoints.py
+``pick_up``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from raycrawl.actors import checkpoints, kept_summaries, reporting
+from raycrawl.actors import checkpoints, coordinator_start, crew_registry, kept_summaries, reporting
 from raycrawl.actors.capacity import ClusterCapacity
 from raycrawl.actors.coordinator_checkpoints import ROLLBACK_CAUSES, CheckpointsAndRollbacks
 from raycrawl.actors.crew import Crew
@@ -50,15 +52,13 @@ from raycrawl.actors.settings import (
     render_settings,
     shard_setup,
 )
-from raycrawl.adapters.output import page_parts
 from raycrawl.adapters.snapshots import open_store
 from raycrawl.config import CrawlConfig
 from raycrawl.core.checkpoint_sequence import CheckpointSequence
 from raycrawl.core.crawl_loop import CrawlLoop, RoundPlan, ShardSummary
-from raycrawl.core.dead_letters import BUDGET_OUTCOMES, QUARANTINED, RETRIED_OUTCOMES
+from raycrawl.core.dead_letters import BUDGET_OUTCOMES, RETRIED_OUTCOMES
 from raycrawl.core.host_actions import HostAction
 from raycrawl.core.proxy_routes import ProxyPlan
-from raycrawl.core.recrawl import recrawl_links
 from raycrawl.core.scope import ScopePolicy
 from raycrawl.core.sharding import actor_counts, shard_for
 from raycrawl.core.stats import CrawlStats
@@ -68,7 +68,11 @@ WARM_UP_TIMEOUT = 20.0
 
 
 class Coordinator:
-    def __init__(self, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str) -> None:
+    def __init__(
+        self, cfg: CrawlConfig, seeds: Sequence[str], out_dir: str, run: str | None = None, detached: bool = False
+    ) -> None:
+        """``run``: this run's id (its node buffers' names: a coordinator that restarts keeps them); ``detached``:
+        no driver waits on the crawl (CoordinatorClient.start)."""
         # The proxies with their credentials (made where the crawl started): for the fetch workers, and kept out
         # of the settings this coordinator tells others (describe(), checkpoints)
         self.egress: ProxyPlan = cfg.egress if cfg.egress is not None else proxy_plan(cfg)
@@ -77,20 +81,10 @@ class Coordinator:
         self.out_dir = out_dir
         self.seeds = list(seeds)
         self.crawl_id = crawl_id_of(cfg, out_dir)
-        run = uuid.uuid4().hex[:8]
-        buffered = cfg.warc or cfg.extracting  # (WARC and item lines wait on the nodes for the cut)
-        self.output = OutputParts(out_dir, cfg.filesystem, f"{self.crawl_id}-{run}" if buffered else None, run)
-        self.store = open_store(cfg.redis_url, self.crawl_id, self.output.storage)
-        # On --resume the checkpoint decides the shard and partition counts: hosts are routed by crc32(host) %
-        # shards, fingerprints by fp % partitions.
-        self._resumed = checkpoints.load(self.store) if cfg.resume else None
-        cpus = int(ray.cluster_resources().get("CPU", 2))
-        self._unwrapped_parts = 0  # WARC parts an older raycrawl gzipped twice, put right by this resume
-        resumed = None
-        if self._resumed is not None:
-            _, self._unwrapped_parts = self.output.resume(self._resumed.state.parts)
-            resumed = (self._resumed.state.num_shards, len(self._resumed.dedup))
-        self.num_shards, self.num_partitions = actor_counts(cfg.shards, cfg.dedup_partitions, cpus, resumed)
+        # Made again by Ray after its process died: the crawl is picked up, not begun (cuts.pick_up)
+        self.restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        record = coordinator_start.restart_record(self)
+        self._open_output(run or uuid.uuid4().hex[:8], record)
         # The crawl's scope, held here and grown only by _widen_scope; each new crew is given it whole.
         self.scope = ScopePolicy(cfg.scope, self.seeds, cfg.allow, cfg.deny)
         self._placement = Placement()  # (one for the crawl: nodes that lost actors stay avoided by later crews)
@@ -108,7 +102,9 @@ class Coordinator:
         # The fetch workers start while the shards and partitions do (both are new processes; one after the other,
         # a small crawl's first request came ~1 s later).
         self._warming = self._start_warm_up()
-        self.crew = self._new_crew()
+        self._started_at = record.started_at if record is not None else 0.0  # (the crawl's, once it runs)
+        self.adopted = False  # a restart that found its crew alive: the crawl goes on from it (take_crew)
+        self.crew = coordinator_start.take_crew(self, record)
         self._fetch_settings_ref = ray.put(self.fetch_settings)  # (put once: every task would pickle it again)
         self.metrics = CrawlMetrics(self.crawl_id)
         self.loop = CrawlLoop(loop_settings(cfg), self.num_shards)
@@ -123,17 +119,44 @@ class Coordinator:
         self._proxy_health: list[dict[str, Any]] | None = None  # ... and each proxy's health (with proxies)
         self._retry_requested: frozenset[str] | None = None  # retry_errors() of a running crawl: these outcomes
         self._final: dict[str, Any] | None = None  # the summary run() returned (for clients attached by name)
+        self._failure: Exception | None = None  # what run() raised, for the driver (final())
+        self._runner: threading.Thread | None = None  # the thread running run() (start_run)
+        # Each recovery from a lost process: kind, cause, seconds, pages fetched again (kept on the cluster too)
+        self.recoveries: list[dict[str, Any]] = crew_registry.recoveries(self.crawl_id) if self.restarted else []
         self._render_stats: dict[str, int] | None = None  # the render pool's counters when it closed
         self.cuts = CheckpointsAndRollbacks(self)  # (actors/coordinator_checkpoints.py)
+        if self.restarted:  # (no driver will ask for the run: it goes on by itself)
+            self.start_run(detached)
 
-    def _new_crew(self) -> Crew:
+    def _open_output(self, run: str, record: crew_registry.CrewRecord | None) -> None:
+        """The output, the checkpoint store, and (on --resume or a restart) the checkpoint to go on from."""
+        cfg = self.cfg
+        buffered = cfg.warc or cfg.extracting  # (WARC and item lines wait on the nodes for the cut)
+        self.output = OutputParts(self.out_dir, cfg.filesystem, f"{self.crawl_id}-{run}" if buffered else None, run)
+        self.store = open_store(cfg.redis_url, self.crawl_id, self.output.storage)
+        # On --resume the checkpoint decides the shard and partition counts (on a restart, the crew's record):
+        # hosts are routed by crc32(host) % shards, fingerprints by fp % partitions.
+        self._resumed = checkpoints.load(self.store) if cfg.resume or self.restarted else None
+        cpus = int(ray.cluster_resources().get("CPU", 2))
+        self._unwrapped_parts = 0  # WARC parts an older raycrawl gzipped twice, put right by this resume
+        resumed = None
+        if self._resumed is not None:
+            _, self._unwrapped_parts = self.output.resume(self._resumed.state.parts)
+            resumed = (self._resumed.state.num_shards, len(self._resumed.dedup))
+        if record is not None:
+            resumed = (len(record.shards), len(record.partitions))
+        self.num_shards, self.num_partitions = actor_counts(cfg.shards, cfg.dedup_partitions, cpus, resumed)
+
+    def _crew_parts(self) -> tuple[Any, Any, Any, tuple[str, int, float]]:
         setup = shard_setup(self.cfg, self.seeds, self.num_shards, self.num_partitions, self.out_dir, self.crawl_id)
         setup = dataclasses.replace(setup, proxies=self.egress.without_secrets())
+        return cast(Any, FrontierShardActor), cast(Any, DedupActor), setup, self._dedup_args()
+
+    def _new_crew(self) -> Crew:
         renderers = self.render_pool.actors if self.render_pool is not None else []
-        crew = Crew(
-            cast(Any, FrontierShardActor), cast(Any, DedupActor), setup, self._dedup_args(), self._placement, renderers
-        )
+        crew = Crew(*self._crew_parts(), self._placement, renderers)
         crew.add_scope_hosts(self.scope.seed_hosts())
+        crew.register(self._started_at)
         return crew
 
     def _widen_scope(self, urls: Sequence[str] = (), hosts: Sequence[str] = ()) -> None:
@@ -190,8 +213,10 @@ class Coordinator:
         return self.cfg, self.out_dir, self.crawl_id
 
     def final(self) -> dict[str, Any] | None:
-        """The crawl's summary once it has ended (None before)."""
+        """The crawl's summary once it has ended (None before); the run's error if it failed."""
         with self._lock:
+            if self._failure is not None and self._final is None:
+                raise self._failure
             return self._final
 
     def status(self) -> dict[str, Any]:
@@ -215,45 +240,14 @@ class Coordinator:
         shard = self.crew.shards[shard_for(action.host, self.num_shards)]
         return bool(ray.get(shard.control.remote(action)))
 
-    def _offer_recrawl(self, source: str) -> None:
-        """An earlier crawl's URLs, with what it learned of each, as seeds (its hosts join the scope), streamed to
-        their shards one page part at a time: the coordinator never holds the earlier crawl. On a resume they are
-        in the checkpoint already."""
-        for records in page_parts(source, self.cfg.filesystem):
-            links, known = recrawl_links(records)
-            self._widen_scope(urls=[link[0] for link in links])
-            self.stats.seeds += len(links)
-            self.crew.offer_links(links, known)  # (one call per shard and part: the next part waits for it)
-
-    def _retry_dead_letters(self, outcomes: frozenset[str], verdicts: frozenset[str] = frozenset()) -> None:
-        """Take the URLs whose records ended in ``outcomes`` (or were judged ``verdicts``) out of the output and
-        queue them again, with fresh attempts; their new records replace the old ones (core/dead_letters.py). The
-        stats forget the old ones."""
-        taken = self.output.take_dead_letters(self._sequence.next_epoch, outcomes, verdicts)
-        self.crew.requeue(taken.entries, retry=True)
-        self.stats.outcomes.subtract(taken.outcomes)
-        self.stats.verdicts.subtract(taken.verdicts)
-        self.stats.events["dead_letters_retried"] += len(taken.entries)
-
     # --- the loop ------------------------------------------------------------------------------------
 
     def run(self) -> dict[str, Any]:
         self._warm_up()
-        self.stats.started_at = time.time()  # --time-limit and pages/s count crawling, not worker start-up
-        if self._resumed is not None:
-            self.cuts.restore(self._resumed)
-            if self._unwrapped_parts:
-                self.stats.events["warc_parts_unwrapped"] += self._unwrapped_parts
-        self.stats.seeds += len(self.seeds)
-        self.crew.offer_seeds(self.seeds, self.cfg.tracking_params)
-        if self._resumed is None and self.cfg.recrawl:
-            self._offer_recrawl(self.cfg.recrawl)
-        if self._resumed is not None and (self.cfg.retry_errors or self.cfg.retry_quarantined):
-            outcomes = RETRIED_OUTCOMES if self.cfg.retry_errors else frozenset()
-            self._retry_dead_letters(
-                outcomes | (BUDGET_OUTCOMES if self.cfg.retry_budget else frozenset()),
-                QUARANTINED if self.cfg.retry_quarantined else frozenset(),
-            )
+        if self.restarted:
+            self.cuts.pick_up()
+        else:
+            coordinator_start.begin(self)
         try:
             while True:
                 while not self._round():
@@ -276,21 +270,35 @@ class Coordinator:
         self.crew.close()
         return summary
 
-    def run_detached(self) -> None:
-        """Run the crawl on a thread of this actor's own and return: a detached crawl, which no driver waits on.
-        When it ends, its summary is kept on the cluster (actors/kept_summaries.py) and this actor ends, letting
-        the crawl's name go."""
-        threading.Thread(target=self._run_alone, name="raycrawl-detached-run", daemon=True).start()
+    def end(self) -> None:
+        """The crawl is over and its driver has what it wanted of it: its shards and partitions end (detached
+        actors: nothing else would), and its record with them."""
+        self.crew.kill()
+        crew_registry.forget(self.crawl_id)
 
-    def _run_alone(self) -> None:
+    def start_run(self, detached: bool = False) -> None:
+        """Run the crawl on a thread of this actor's own and return (once: a second call is a no-op). The driver
+        that started it waits on ``final()``; a ``detached`` crawl has none: when it ends, its summary is kept on
+        the cluster (actors/kept_summaries.py) and this actor ends, letting the crawl's name go."""
+        with self._lock:
+            if self._runner is not None:
+                return
+            self._runner = threading.Thread(target=self._run_alone, args=(detached,), name="raycrawl-run", daemon=True)
+        self._runner.start()
+
+    def _run_alone(self, detached: bool) -> None:
         try:
             summary = self.run()
-        except Exception as exc:  # (what a driver would have been told: kept for whoever asks, then this ends)
+        except Exception as exc:  # (for the driver: final() raises it, as a call to run() would have)
             summary = {"state": "failed", "error": f"{type(exc).__name__}: {exc}", "out_dir": self.out_dir}
             with self._lock:
-                self._status, self._final = {"state": "finished"}, summary
-        kept_summaries.keep(self.crawl_id, summary)
-        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+                self._status, self._failure = {"state": "finished"}, exc
+                if detached:  # (no driver to raise it to: whoever asks later reads it)
+                    self._final = summary
+        if detached:
+            kept_summaries.keep(self.crawl_id, summary)
+            self.end()
+            ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
     def _start_warm_up(self) -> list[Any]:
         """Start the fetch workers now, not mid-crawl (see warm_up): one per task the cluster's CPUs hold."""
@@ -307,8 +315,8 @@ class Coordinator:
         """One round; True when the crawl is over. A shard that died rolls the crawl back to its checkpoint."""
         try:
             return self._round_once()
-        except ROLLBACK_CAUSES:
-            self.cuts.roll_back()
+        except ROLLBACK_CAUSES as exc:
+            self.cuts.roll_back(exc)
             return False
 
     def _round_once(self) -> bool:
@@ -333,7 +341,7 @@ class Coordinator:
             with self._lock:
                 retry, self._retry_requested = self._retry_requested, None
             if retry is not None:
-                self._retry_dead_letters(retry)
+                coordinator_start.retry_dead_letters(self, retry)
                 return False  # (the next round's summaries count the URLs queued again before anything ends)
         if self.loop.over():
             return True
@@ -412,7 +420,8 @@ class Coordinator:
         status = reporting.progress(
             state, self.loop, self._host_counts, self._sequence.error, self._sequence.taken, self._proxy_health
         )
-        return status | {"demand": self.capacity.view(len(self.loop.tasks))}
+        status |= {"demand": self.capacity.view(len(self.loop.tasks))}
+        return status | ({"recoveries": list(self.recoveries)} if self.recoveries else {})
 
     def _publish(self) -> None:
         with self._lock:
@@ -443,6 +452,7 @@ class Coordinator:
             ),
             "demand": self.capacity.view(len(self.loop.tasks)),
             **self._render_summary(),
+            "recoveries": list(self.recoveries),
         }
 
     def _render_summary(self) -> dict[str, Any]:
@@ -458,5 +468,8 @@ class Coordinator:
 
 
 # The coordinator made remote as it is (no forwarding class): threaded, so status() and stop() answer while run()
-# loops. Callers reach it through its client (actors/coordinator_client.py), never with .remote() of their own.
-CoordinatorActor = ray.remote(num_cpus=0, max_concurrency=8, max_restarts=0)(Coordinator)
+# loops (on a thread of its own, start_run). Callers reach it through its client (actors/coordinator_client.py),
+# never with .remote() of their own.
+# Restarted by Ray when its process dies (it picks the crawl up: cuts.pick_up), as often as that happens; calls to it
+# meanwhile wait for it (every method may be called twice). Not when its driver ends: it belongs to the driver.
+CoordinatorActor = ray.remote(num_cpus=0, max_concurrency=8, max_restarts=-1, max_task_retries=-1)(Coordinator)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import ray
 
-from raycrawl.actors import checkpoints
+from raycrawl.actors import checkpoints, crew_registry
 from raycrawl.actors.output_cut import OutputLost, OutputUnwritable
 from raycrawl.actors.placement import ACTOR_LOST
 from raycrawl.actors.settings import loop_settings
@@ -43,9 +43,10 @@ class CheckpointsAndRollbacks:
         return loaded.dedup if loaded is not None else None
 
     def rebuild_partitions(self, dead: list[int]) -> None:
-        before = self.c.crew.recoveries
+        began, before = time.time(), self.c.crew.recoveries
         self.c.crew.rebuild(dead, self._checkpoint_seen)
         self.c.stats.events["dedup_recoveries"] += self.c.crew.recoveries - before
+        self.note("seen-set partition rebuilt", f"partition {', '.join(map(str, dead))} lost", began, 0)
 
     # --- checkpoints ---------------------------------------------------------------------------------
 
@@ -54,8 +55,8 @@ class CheckpointsAndRollbacks:
         crawl has rolled back to its last checkpoint, and goes on)."""
         try:
             self.checkpoint()
-        except ROLLBACK_CAUSES:
-            self.roll_back()
+        except ROLLBACK_CAUSES as exc:
+            self.roll_back(exc)
             return False
         return True
 
@@ -100,9 +101,10 @@ class CheckpointsAndRollbacks:
         self.c._sequence.failed(epoch, why)
         self.c.stats.events["checkpoint_failures"] += 1
 
-    def roll_back(self) -> None:
+    def roll_back(self, cause: Exception) -> None:
         """A frontier shard died (or a node with buffered output): roll the whole crawl back to the last
         checkpoint (or to the start): what was done since is redone once, and nothing is lost."""
+        began = time.time()
         self.c.stats.events["rollbacks"] += 1
         rollbacks = self.c.stats.events["rollbacks"]
         # Let fetches under way end first, so no old request lands after the restore.
@@ -127,6 +129,51 @@ class CheckpointsAndRollbacks:
                     raise
                 time.sleep(pause)
         self.c.stats.events["rollbacks"] = rollbacks
+        why = "a node lost with output" if isinstance(cause, OutputLost) else "a shard lost"
+        self.note("rolled back to the last checkpoint", f"{why} ({type(cause).__name__})", began)
+
+    # --- a coordinator made again ------------------------------------------------------------------
+
+    def pick_up(self) -> None:
+        """This coordinator was made again by Ray (its process died). With its crew found alive and no checkpoint
+        cut half-made, the crawl goes on from the crew as it is: the leases out go back (the fetch tasks died with
+        the old process; their hosts' clocks count a request as made now), and the counters are the last
+        checkpoint's plus what each shard told since. Otherwise it goes back to the last checkpoint, as a roll-back
+        does. Either way the recovery is noted (kind, cause, seconds, pages fetched again at most)."""
+        c = self.c
+        began = time.time()
+        loaded = c._resumed
+        committed = loaded.checkpoint_id if loaded is not None else None
+        shards = c.crew.shards
+        if c.adopted and not any(ray.get([s.pending_cut.remote(committed) for s in shards])):
+            taken = ray.get([s.take_over.remote("coordinator restarted") for s in shards])
+            stats = CrawlStats.from_dict(loaded.state.stats, began) if loaded else CrawlStats(started_at=0.0)
+            for _, since, _ in taken:
+                stats.add(since)
+            stats.started_at = c._started_at or stats.started_at or began
+            c.loop.stats = stats
+            if loaded is not None:
+                c._widen_scope(hosts=loaded.state.scope_hosts)
+                c._sequence.restored(committed)
+            again = sum(n for n, _, _ in taken)
+            away_since = max((at for _, _, at in taken if at), default=began)  # (the old one's last round)
+            self.note("coordinator restarted", "its crew alive: picked up where it was", away_since, again)
+            return
+        c.stats.started_at = c._started_at or began
+        rollbacks = c.stats.events["rollbacks"]
+        self._recreate_and_restore(rollbacks)
+        self.note("coordinator restarted", "from the last checkpoint (its crew lost, or a cut half-made)", began)
+
+    def note(self, kind: str, cause: str, began: float, again: int | None = None) -> None:
+        """A recovery, for stats.json, status() and the metrics: its kind, cause, seconds (from ``began``: the
+        loss, as near as it is known, to now), pages fetched again (at most; None: all since the last checkpoint)."""
+        c = self.c
+        recovery = {"kind": kind, "cause": cause, "at": round(began, 3), "seconds": round(time.time() - began, 3)}
+        if again is not None:
+            recovery["pages_again_at_most"] = again
+        c.recoveries = crew_registry.note_recovery(c.crawl_id, recovery)
+        c.stats.events[f"recoveries: {kind}"] += 1
+        c.metrics.record_recovery(kind)
 
     def _recreate_and_restore(self, rollbacks: int) -> None:
         self.c.crew.kill()

@@ -12,7 +12,9 @@ Adding a command: a method on ``Coordinator`` (actors/coordinator.py) and its ty
 
 from __future__ import annotations
 
+import contextlib
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,13 +33,14 @@ NAMESPACE = "raycrawl"
 NAME_RELEASE_S = 10.0  # how long a finished crawl's name may take to be let go (its actor being killed)
 LIST_TIMEOUT_S = 10.0
 ATTACH_TIMEOUT_S = 60.0
+FINAL_POLL_S = 0.1  # how often the driver asks whether the run has ended
 
 
 class CoordinatorClient:
     def __init__(self, actor: Any, crawl_id: str) -> None:
         self._actor = actor
         self.crawl_id = crawl_id
-        self._run: Any = None  # the run's ObjectRef, held by the driver that started it
+        self._drives = False  # whether this process started the crawl and waits for its end (not detached)
 
     # --- finding and starting ------------------------------------------------------------------------
 
@@ -56,7 +59,7 @@ class CoordinatorClient:
                 options = {"name": crawl_id, "namespace": NAMESPACE, "scheduling_strategy": here}
                 if detach:
                     options["lifetime"] = "detached"
-                actor = CoordinatorActor.options(**options).remote(cfg, seeds, out_dir)
+                actor = CoordinatorActor.options(**options).remote(cfg, seeds, out_dir, uuid.uuid4().hex[:8], detach)
                 break
             except ValueError:  # the name is taken
                 if not _ending(crawl_id) or time.monotonic() > deadline:
@@ -66,12 +69,11 @@ class CoordinatorClient:
                     ) from None
                 time.sleep(0.2)
         client = cls(actor, crawl_id)
-        if not detach:
-            client._run = actor.run.remote()
-            return client
-        kept_summaries.forget(crawl_id)  # (an earlier detached crawl's of this id: not this one's)
-        try:  # (returns once the coordinator is made and runs: from then on nothing of this process is needed)
-            ray.get(actor.run_detached.remote())
+        client._drives = not detach
+        if detach:
+            kept_summaries.forget(crawl_id)  # (an earlier detached crawl's of this id: not this one's)
+        try:  # (returns once the coordinator is made and runs its loop on a thread of its own)
+            ray.get(actor.start_run.remote(detach))
         except ACTOR_LOST as exc:
             raise RaycrawlError(f"the crawl {crawl_id!r} did not start: {str(exc).strip()[:500]}") from None
         return client
@@ -114,21 +116,28 @@ class CoordinatorClient:
 
     @property
     def drives(self) -> bool:
-        """Whether this process started the crawl (and so can wait on its run)."""
-        return self._run is not None
+        """Whether this process started the crawl (and so waits for its run's end, and lets its actor go)."""
+        return self._drives
 
     def run_ended(self, timeout: float) -> dict[str, Any] | None:
-        """The run's summary once it has ended (waiting up to ``timeout`` seconds for it), else None."""
-        ready, _ = ray.wait([self._run], timeout=timeout)
-        if not ready:
-            return None
-        try:
-            return dict(ray.get(self._run))
-        except ACTOR_LOST as exc:  # (the run's own errors come as they are: the CLI says what they mean)
-            raise RaycrawlError(f"the crawl {self.crawl_id!r} lost its coordinator: {type(exc).__name__}") from None
+        """The run's summary once it has ended (waiting up to ``timeout`` seconds for it), else None. The run's
+        own errors come as they are (the CLI says what they mean)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                summary = ray.get(self._actor.final.remote())
+            except ACTOR_LOST as exc:
+                raise RaycrawlError(f"the crawl {self.crawl_id!r} lost its coordinator: {type(exc).__name__}") from None
+            left = deadline - time.monotonic()
+            if summary is not None or left <= 0:
+                return dict(summary) if summary is not None else None
+            time.sleep(min(FINAL_POLL_S, left))
 
     def end(self) -> None:
-        """Let the crawl's actor (and so its name) go: its run has ended."""
+        """Let the crawl's actors (and so its name) go: its run has ended."""
+        # (if it cannot, its shards and partitions end by themselves once it is gone: actors/crew_registry.py)
+        with contextlib.suppress(RayError, GetTimeoutError):
+            ray.get(self._actor.end.remote(), timeout=ATTACH_TIMEOUT_S)
         ray.kill(self._actor)
 
     # --- the crawl's commands ------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from typing import Any
 
 import ray
 
-from raycrawl.actors.placement import ACTOR_LOST, ActorMaker, Placement, answering_nodes
+from raycrawl.actors import crew_registry
+from raycrawl.actors.placement import ACTOR_LOST, ANSWER_TIMEOUT, ActorMaker, Placement, answering_nodes
 from raycrawl.core.outlinks import seed_links
 from raycrawl.core.records import Known, Link, UrlEntry
 from raycrawl.core.shard_work import ShardSetup
@@ -35,7 +36,10 @@ class Crew:
         dedup: tuple[str, int, float],
         placement: Placement | None = None,
         renderers: list[Any] | None = None,
+        found: list[Any] | None = None,
+        names: list[str] | None = None,
     ) -> None:
+        """``found``, ``names``: the actors (shards, then partitions) of a crew already running, and their names."""
         self.setup = setup
         self.renderers = renderers or []  # the render pool's actors (actors/render.py), made by the coordinator
         self._shard_class, self._dedup_class = shard_class, dedup_class
@@ -43,25 +47,66 @@ class Crew:
         self._dedup_args = (kind, max(1000, capacity // setup.partitions), error_rate)
         self.placement = placement or Placement()
         self.recoveries = 0
-        makers = [self._shard_maker(i) for i in range(setup.shards)]
-        makers += [self._partition_maker(p) for p in range(setup.partitions)]
-        actors, nodes = self.placement.place(makers)
-        self.shards: list[Any] = actors[: setup.shards]
-        self.partitions: list[Any] = actors[setup.shards :]
-        self.nodes: list[str] = nodes  # the node of each shard, then of each partition
-        ray.get([s.connect.remote(self.shards, self.partitions) for s in self.shards])
+        self.started_at = 0.0  # when the crawl started (kept in the crew's record, register())
+        # The actors' names (crew_registry.py: detached actors the coordinator finds again after a restart)
+        self.names: list[str] = [""] * (setup.shards + setup.partitions)
+        self.shards: list[Any]
+        self.partitions: list[Any]
+        self.nodes: list[str]  # the node of each shard, then of each partition
+        if found is not None:  # (a restarted coordinator's: the crew as it is, already connected)
+            self.shards, self.partitions, self.names = found[: setup.shards], found[setup.shards :], list(names or [])
+            self.nodes = [node or "" for node in answering_nodes([*self.shards, *self.partitions], ANSWER_TIMEOUT)]
+        else:
+            makers = [self._shard_maker(i) for i in range(setup.shards)]
+            makers += [self._partition_maker(p) for p in range(setup.partitions)]
+            actors, nodes = self.placement.place(makers)
+            self.shards, self.partitions, self.nodes = actors[: setup.shards], actors[setup.shards :], nodes
+            ray.get([s.connect.remote(self.shards, self.partitions) for s in self.shards])
         # The handles fetch tasks take (shards for results, partitions for payload claims, render actors for pages
         # to render): put once, since pickling actor handles for every task costs; again when a partition is rebuilt.
         self.handles = ray.put((self.shards, self.partitions, self.renderers))
 
+    @classmethod
+    def find(
+        cls, shard_class: Any, dedup_class: Any, setup: ShardSetup, dedup: tuple[str, int, float],
+        placement: Placement, renderers: list[Any],
+    ) -> Crew | None:  # fmt: skip
+        """The crew a coordinator that died left, all of it alive (crew_registry.py), or None."""
+        record = crew_registry.load(setup.crawl_id)
+        if record is None or (len(record.shards), len(record.partitions)) != (setup.shards, setup.partitions):
+            return None
+        names = [*record.shards, *record.partitions]
+        actors = crew_registry.find(names)
+        if actors is None or None in answering_nodes(actors, ANSWER_TIMEOUT):
+            return None
+        crew = cls(shard_class, dedup_class, setup, dedup, placement, renderers, found=actors, names=names)
+        crew.started_at = record.started_at
+        return crew
+
+    def register(self, started_at: float | None = None) -> None:
+        """Keep the crew's names where a restarted coordinator finds them (crew_registry.py)."""
+        if started_at is not None:
+            self.started_at = started_at
+        shards = len(self.shards)
+        record = crew_registry.CrewRecord(self.names[:shards], self.names[shards:], self.started_at)
+        crew_registry.save(self.setup.crawl_id, record)
+
+    def _named(self, slot: int, role: str) -> dict[str, Any]:
+        """A crew actor's options: detached, under a fresh name (kept in ``names[slot]``)."""
+        self.names[slot] = crew_registry.new_name(self.setup.crawl_id, role)
+        return {"name": self.names[slot], "namespace": crew_registry.CREW_NAMESPACE, "lifetime": "detached"}
+
     def _shard_maker(self, shard_id: int) -> ActorMaker:
-        return lambda place: self._shard_class.options(scheduling_strategy=place).remote(shard_id, self.setup)
+        setup = self.setup
+        return lambda place: self._shard_class.options(
+            scheduling_strategy=place, **self._named(shard_id, f"shard-{shard_id}")
+        ).remote(shard_id, setup, setup.crawl_id)
 
     def _partition_maker(self, partition: int) -> ActorMaker:
-        setup = self.setup
-        return lambda place: self._dedup_class.options(scheduling_strategy=place).remote(
-            *self._dedup_args, partition, setup.out, setup.filesystem, setup.seen_ttl
-        )
+        setup, slot = self.setup, len(self.names) - self.setup.partitions + partition
+        return lambda place: self._dedup_class.options(
+            scheduling_strategy=place, **self._named(slot, f"partition-{partition}")
+        ).remote(*self._dedup_args, partition, setup.out, setup.filesystem, setup.seen_ttl, setup.crawl_id)
 
     def offer_seeds(self, seeds: list[str], tracking_params: tuple[str, ...]) -> None:
         """Seeds go to their hosts' shards, to be screened and deduplicated like any link."""
@@ -113,6 +158,7 @@ class Crew:
         ray.get(calls)
         ray.get([s.set_partition.remote(p, self.partitions[p]) for p in dead for s in self.shards])
         self.handles = ray.put((self.shards, self.partitions, self.renderers))
+        self.register()
 
     def set_renderers(self, renderers: list[Any]) -> None:
         """The render pool's actors changed (actors/render.py): fetch tasks launched from now on are given these."""
@@ -161,5 +207,6 @@ class Crew:
         return {"shards": nodes[: len(self.shards)], "partitions": nodes[len(self.shards) :]}
 
     def kill(self) -> None:
+        """End the crew's actors (detached: nothing else would, but their watch for a coordinator gone)."""
         for actor in [*self.shards, *self.partitions]:
             ray.kill(actor)

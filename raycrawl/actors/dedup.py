@@ -9,10 +9,13 @@ With the crawl's storage, a checkpoint copies only what changed in the partition
 
 from __future__ import annotations
 
+import functools
+import os
 from array import array
 
 import ray
 
+from raycrawl.actors import crew_registry
 from raycrawl.adapters.seen_segments import SeenSegments, refs_of
 from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.adapters.storage import StorageError, open_storage
@@ -35,11 +38,16 @@ class DedupActor:
         out: str | None = None,
         filesystem: str | None = None,
         ttl: float | None = None,
+        owner: str | None = None,
     ) -> None:
+        """``owner``: the crawl's coordinator's name; this detached actor ends itself once it is gone for good
+        (actors/crew_registry.py)."""
         self._id = partition
         self._state = SeenPartition(kind, capacity, error_rate, ttl)  # (ttl: marks expire, core/seen_expiry.py)
         storage = open_storage(out, filesystem) if out else None
         self._segments = SeenSegments(storage, partition, self._state) if storage is not None else None
+        if owner is not None:
+            crew_registry.watch_owner(owner, functools.partial(os._exit, 0))  # (nothing of it outlives the crawl)
 
     def snapshot(self) -> tuple[bytes, int]:
         """The checkpoint's part of this partition, and the bytes it wrote to the crawl's storage for it."""

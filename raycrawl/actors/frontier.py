@@ -18,6 +18,7 @@ from typing import Any
 
 import ray
 
+from raycrawl.actors import crew_registry
 from raycrawl.actors.dedup import pack_fingerprints
 from raycrawl.actors.placement import ACTOR_LOST
 from raycrawl.actors.politeness_registry import budget_client
@@ -34,11 +35,14 @@ from raycrawl.core.queue_log import LoggedQueueStore
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry
 from raycrawl.core.shard_work import ShardOutput, ShardSetup, ShardWork
+from raycrawl.core.stats import CrawlStats
 
 
 @ray.remote(num_cpus=0, max_restarts=0)
 class FrontierShardActor:
-    def __init__(self, shard_id: int, setup: ShardSetup) -> None:
+    def __init__(self, shard_id: int, setup: ShardSetup, owner: str | None = None) -> None:
+        """``owner``: the crawl's coordinator's name; this detached actor ends itself once it is gone for good
+        (actors/crew_registry.py)."""
         self._id = shard_id
         self._pages = PagesBuffer(f"shard{shard_id:03d}")
         self._storage = open_storage(setup.out, setup.filesystem) if setup.out else None
@@ -56,6 +60,16 @@ class FrontierShardActor:
         self._work = ShardWork(shard_id, setup, self._pages.write, store=store, budget=budget, warn=warn)
         self._peers: list[Any] = []
         self._partitions: list[Any] = []
+        self._cut_epoch: int | None = None  # the last cut's checkpoint id ...
+        self._cut_told = True  # ... and whether its checkpoint's commit was told (checkpointed)
+        if owner is not None:
+            crew_registry.watch_owner(owner, self._orphaned)
+
+    def _orphaned(self) -> None:
+        """The crawl's coordinator is gone for good: nothing of this shard outlives it (its queue store's files)."""
+        if self._store is not None:
+            self._store.close(remove=True)
+        os._exit(0)
 
     def connect(self, peers: list[Any], partitions: list[Any]) -> None:
         self._peers, self._partitions = list(peers), list(partitions)
@@ -127,6 +141,7 @@ class FrontierShardActor:
         """This interval's page records as a part of ``epoch`` (in ``period``'s directory, with --rollover), or
         why not, and its WARC for the cut."""
         part, problem = None, None
+        self._cut_epoch, self._cut_told = epoch, False
         if self._storage is not None:
             try:
                 part = self._pages.cut(self._storage, epoch, period)
@@ -135,9 +150,29 @@ class FrontierShardActor:
         return part, problem, self._work.take_output()
 
     def checkpointed(self) -> None:
-        self._work.router.checkpointed()
+        self._cut_told = True
+        self._work.checkpointed()
         if self._segments is not None:
             self._segments.committed()
+
+    # --- a restarted coordinator ---------------------------------------------------------------------
+
+    def pending_cut(self, committed: int | None) -> bool:
+        """Whether this shard's last cut is one no committed checkpoint lists (the coordinator died during it: its
+        page part is stored and listed by nothing, so the crawl must go back to ``committed``). A cut that was
+        committed, but not told here, is taken as told now."""
+        if self._cut_told:
+            return False
+        if committed is not None and self._cut_epoch is not None and self._cut_epoch <= committed:
+            self.checkpointed()
+            return False
+        return True
+
+    def take_over(self, reason: str) -> tuple[int, CrawlStats, float]:
+        """A restarted coordinator takes the crawl over: the leases out go back (the old coordinator's fetch tasks
+        died with it), and the counters this shard moved since the last checkpoint are what it adds to that
+        checkpoint's. Returns (leases taken back, those counters, when the last coordinator last asked)."""
+        return self._work.take_over(reason)
 
     def snapshot(self) -> tuple[bytes, int]:
         """This shard at the cut, and the bytes it wrote to the crawl's storage for it: its stored queue as the

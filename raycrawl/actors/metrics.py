@@ -47,7 +47,7 @@ PROXY_GAUGES = {
     "proxy_failures": "connect errors, 407s and ban-like answers through the proxy (total)",
     "proxy_resting": "1 while the proxy rests after failing, else 0",
 }
-COUNTERS = ("raycrawl_pages", "raycrawl_bytes", "raycrawl_verdicts")
+COUNTERS = ("raycrawl_pages", "raycrawl_bytes", "raycrawl_verdicts", "raycrawl_recoveries")
 # Exported once a crawl with an extractor has judged a page (a counter appears with its first increment)
 EXTRACTION_SERIES = frozenset({"raycrawl_verdicts_total"})
 HISTOGRAMS = ("raycrawl_fetch_latency_seconds", "raycrawl_checkpoint_seconds")
@@ -69,6 +69,8 @@ class CrawlMetrics:
         self.bytes = RayCounter("raycrawl_bytes", "decoded body bytes fetched", tag_keys=("crawl",))
         self.verdicts = RayCounter("raycrawl_verdicts", "pages judged by the content contract, by verdict",
                                    tag_keys=("crawl", "verdict"))  # fmt: skip
+        self.recoveries = RayCounter("raycrawl_recoveries", "recoveries from a lost process, by kind",
+                                     tag_keys=("crawl", "kind"))  # fmt: skip
         self.latency = Histogram(
             "raycrawl_fetch_latency_seconds",
             "request sent to response headers",
@@ -85,6 +87,7 @@ class CrawlMetrics:
             self.pages,
             self.bytes,
             self.verdicts,
+            self.recoveries,
             self.latency,
             self.checkpoint,
             self.host_delay,
@@ -106,6 +109,9 @@ class CrawlMetrics:
             self.bytes.inc(size)
         for seconds in latencies:
             self.latency.observe(seconds)
+
+    def record_recovery(self, kind: str) -> None:
+        self.recoveries.inc(1, {"kind": kind})
 
     def record_checkpoint(self, seconds: float) -> None:
         self.checkpoint.observe(seconds)

@@ -100,6 +100,8 @@ class ShardWork:
         self._records = records
         self._clock = clock
         self._stats = CrawlStats(started_at=0.0)  # counted since the coordinator last asked
+        self._since_cut = CrawlStats(started_at=0.0)  # what those answers carried since the last checkpoint
+        self.last_round_at = 0.0  # when the coordinator last asked (a new one after a restart: how long it was away)
         self._ledger = WarcLedger()
         self._output = ShardOutput()
         self._batches: dict[int, list[int]] = {}  # lease batch -> its lease ids
@@ -118,6 +120,7 @@ class ShardWork:
         self, quota: int, horizon: float, drain: str | None, batch_id: int, finished: Sequence[int] = ()
     ) -> tuple[list[Lease], ShardSummary]:
         shard = self.frontier
+        self.last_round_at = self._clock()
         for done in finished:  # (tasks that ended: their leases are all settled or released)
             self._batches.pop(done, None)
         shard.evict_idle()
@@ -156,8 +159,22 @@ class ShardWork:
             schedule = shard.schedule_summary(self._clock())
             summary.scheduled, summary.due_within_hour = schedule["scheduled"], schedule["due_within_hour"]
             summary.schedule_overdue = schedule["schedule_overdue_ms"] / 1000
+        self._since_cut.add(self._stats)
         self._stats, self._latencies = CrawlStats(started_at=0.0), []
         return leases, summary
+
+    def take_over(self, reason: str) -> tuple[int, CrawlStats, float]:
+        """A new coordinator (the last one died): every lease out goes back -- its fetch tasks died with it -- and
+        what this shard counted for the crawl since the last checkpoint is told again. (Leases taken back, counts,
+        when the last coordinator last asked.)"""
+        leased = self.frontier.leased
+        self.release_batches(list(self._batches), reason)
+        return leased - self.frontier.leased, self._since_cut, self.last_round_at
+
+    def checkpointed(self) -> None:
+        """A checkpoint committed: it holds what the partitions took as new, and the crawl's counters, so far."""
+        self.router.checkpointed()
+        self._since_cut = CrawlStats(started_at=0.0)
 
     def release_batches(self, batch_ids: Iterable[int], reason: str) -> None:
         """A fetch task died: the leases of its batches not settled yet go back (their hosts back off)."""

@@ -27,13 +27,29 @@ DELAY = 0.1
 DRIVER = """
 import sys, time
 from raycrawl import Crawl, CrawlConfig
-address, out, crawl_id, delay, *seeds = sys.argv[1:]
+address, out, crawl_id, delay, *seeds = [a for a in sys.argv[1:] if a != "--attached"]
 config = CrawlConfig(seeds=tuple(seeds), out=out, crawl_id=crawl_id, delay=float(delay), allow_network=("127.0.0.0/8",),
                      ray_address=address, quiet=True)
-crawl = Crawl(config).start(detach=True)
+crawl = Crawl(config).start(detach=sys.argv[-1] != "--attached")
 print("started", crawl.crawl_id, flush=True)
 time.sleep(600)
 """
+
+
+# What of the crawls is alive on the cluster: their coordinators' names and their crews' (actors/crew_registry.py).
+NAMES = """
+import json, sys, ray
+ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+names = ray.util.list_named_actors(all_namespaces=True)
+print(json.dumps(sorted(n["namespace"] for n in names if n["namespace"].startswith("raycrawl"))))
+"""
+
+
+def alive(head: RayHead) -> list[str]:
+    """The namespaces of the raycrawl actors alive on the cluster, one entry each."""
+    done = subprocess.run([sys.executable, "-c", NAMES, head.address], env=head.env, capture_output=True, text=True,
+                          timeout=120, check=True)  # fmt: skip
+    return list(json.loads(done.stdout))
 
 
 def cli(head: RayHead, *args: str) -> subprocess.CompletedProcess[str]:
@@ -65,6 +81,16 @@ def test_a_detached_crawl_outlives_its_starting_process_and_leaves_its_summary(t
                           "--allow-network", "127.0.0.0/8", "--quiet")  # fmt: skip
             second = cli(head, "wait", "--crawl-id", "by-cli", "--ray-address", head.address)
             listed = cli(head, "list", "--ray-address", head.address, "--json")
+            after_detached = alive(head)
+            # A crawl that is not detached ends with its driver: its coordinator (the driver's) and its crew (which
+            # watches the coordinator's name) go, nothing left running on the cluster.
+            command = [*command[:4], str(tmp_path / "out3"), "attached", str(DELAY), *seeds]
+            driver = subprocess.Popen([*command, "--attached"], env=head.env, stdout=subprocess.PIPE, text=True)
+            assert driver.stdout is not None and driver.stdout.readline().split() == ["started", "attached"]
+            wait_until(lambda: "raycrawl-crew" in alive(head), 60, "the attached crawl's crew")
+            os.kill(driver.pid, signal.SIGKILL)
+            driver.wait(timeout=30)
+            wait_until(lambda: alive(head) == [], 60, "nothing of the crawl whose driver died")
     finally:
         if driver is not None and driver.poll() is None:
             driver.kill()
@@ -88,3 +114,4 @@ def test_a_detached_crawl_outlives_its_starting_process_and_leaves_its_summary(t
     assert second.returncode == 0, second.stderr
     assert "max pages" in second.stdout or "records" in second.stdout
     assert listed.returncode == 0 and json.loads(listed.stdout) == []  # (both ended: neither holds a name)
+    assert after_detached == []  # (their crews ended with them)

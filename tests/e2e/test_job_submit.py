@@ -4,13 +4,17 @@ with token auth, against the test web; the job SUCCEEDS and its output is comple
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
+import threading
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, assert_each_url_once, page_requests
+from conftest import REPO, assert_each_url_once, page_requests, wait_until
 from ray_cluster import RayHead
 
 from raycrawl.adapters.output import read_pages
@@ -46,12 +50,31 @@ def submit(
     return job_id, subprocess.run(command, env=head.env, capture_output=True, text=True, timeout=600)
 
 
-def test_ray_job_submit_runs_a_crawl_to_success(head: RayHead, tmp_path: Path) -> None:
+def kill_coordinator_when(head: RayHead, web: TestWeb, pages: int) -> threading.Thread:
+    """SIGKILL the crawl's coordinator once the server has seen ``pages`` page requests (and note its pid)."""
+    killed: list[int] = []
+
+    def killer() -> None:
+        wait_until(lambda: len(page_requests(web.requests())) >= pages and head.pids("ray::Coordinator"), 300, "pages")
+        killed.extend(head.pids("ray::Coordinator"))
+        os.kill(killed[0], signal.SIGKILL)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.killed = killed  # type: ignore[attr-defined]
+    thread.start()
+    return thread
+
+
+def test_ray_job_submit_runs_a_crawl_to_success_though_its_coordinator_is_killed(head: RayHead, tmp_path: Path) -> None:
+    """... and issue 50, acceptance 1 on a submitted crawl: its coordinator's process SIGKILLed mid-crawl, Ray makes
+    it again, it picks the crawl up from its live crew, and the job succeeds with every page recorded once."""
     spec = WebSpec(hosts=6, pages_per_host=80, page_bytes=200)
     with TestWeb(spec) as web:
         out = tmp_path / "out"
         api = f"http://127.0.0.1:{head.dashboard_port}"
+        killer = kill_coordinator_when(head, web, 100)
         job_id, done = submit(head, "jobs/crawl.py", *web.graph.seeds(), "--out", str(out), "--delay", str(DELAY))
+        killer.join(timeout=60)
         status = subprocess.run(
             ["ray", "job", "status", "--address", api, job_id],
             env=head.env, capture_output=True, text=True, timeout=120,
@@ -69,10 +92,16 @@ def test_ray_job_submit_runs_a_crawl_to_success(head: RayHead, tmp_path: Path) -
     reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
     assert_each_url_once(records)
     assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)
-    assert len(page_requests(requests)) == len(reachable)
     assert min(min(g) for g in gaps_by_host(page_requests(requests)).values()) >= DELAY
     summary = json.loads((out / "stats.json").read_text())
     assert summary["finished"] is True
+    assert len(killer.killed) == 1  # type: ignore[attr-defined]
+    [recovery] = summary["recoveries"]
+    assert recovery["kind"] == "coordinator restarted" and "picked up" in recovery["cause"], recovery
+    # The pages in flight when it died are all that may be fetched twice
+    seen = Counter((r["ip"], r["path"]) for r in page_requests(requests))
+    assert len(seen) == len(reachable)
+    assert sum(n - 1 for n in seen.values()) <= recovery["pages_again_at_most"], recovery
 
 
 def test_a_python_score_function_rides_along_with_ray_job_submit(head: RayHead, tmp_path: Path) -> None:

@@ -1,0 +1,115 @@
+"""Where a crawl's shards and seen-set partitions can be found again, so that a coordinator that restarts (its
+process killed: Ray makes it again) picks the crawl up from them where they are, instead of from the last checkpoint.
+
+They are detached actors, named under the crawl's id (a coordinator's own actors would die with its process), and
+the list of their names is kept in the cluster's key-value store (as Ray's libraries keep their records), rewritten
+whenever the crew changes. Being detached, they would outlive a crawl whose coordinator is gone for good (its
+driver ended, or it was killed): each watches its coordinator's name, held while the coordinator lives or restarts,
+and ends itself when the name has been gone for ``GONE_AFTER`` looks in a row.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import ray
+from ray.experimental import internal_kv
+
+NAMESPACE = "raycrawl"  # (the records' here: the crawls' coordinators are named in it too)
+CREW_NAMESPACE = "raycrawl-crew"  # the crew actors' names: apart from the crawls' (Crawl.list lists those)
+WATCH_EVERY_S = 3.0  # how often a crew actor looks for its coordinator
+GONE_AFTER = 3  # looks in a row without it: the crawl is over, the actor ends itself
+
+
+@dataclass(frozen=True)
+class CrewRecord:
+    shards: list[str]  # the shards' actor names, in shard order
+    partitions: list[str]  # the seen-set partitions', in partition order
+    started_at: float  # when the crawl started (its time limit counts from there across restarts)
+
+
+def _key(crawl_id: str) -> bytes:
+    return f"crew/{crawl_id}".encode()
+
+
+def new_name(crawl_id: str, role: str) -> str:
+    """A fresh name for a crew actor (a crew made again after a roll-back, or a rebuilt partition, never meets the
+    name of one being killed)."""
+    return f"{crawl_id}/{role}/{uuid.uuid4().hex[:8]}"
+
+
+def save(crawl_id: str, record: CrewRecord) -> None:
+    value = json.dumps(asdict(record)).encode()
+    internal_kv._internal_kv_put(_key(crawl_id), value, overwrite=True, namespace=NAMESPACE)
+
+
+def load(crawl_id: str) -> CrewRecord | None:
+    value = internal_kv._internal_kv_get(_key(crawl_id), namespace=NAMESPACE)
+    return CrewRecord(**json.loads(value)) if value else None
+
+
+def forget(crawl_id: str) -> None:
+    """The crawl is over: its crew's record and its recoveries go."""
+    internal_kv._internal_kv_del(_key(crawl_id), namespace=NAMESPACE)
+    internal_kv._internal_kv_del(f"recoveries/{crawl_id}".encode(), namespace=NAMESPACE)
+
+
+def find(names: list[str]) -> list[Any] | None:
+    """The actors of these names, or None if any is gone."""
+    found = []
+    for name in names:
+        try:
+            found.append(ray.get_actor(name, namespace=CREW_NAMESPACE))
+        except ValueError:  # (Ray: "Failed to look up actor with name ...")
+            return None
+    return found
+
+
+def watch_owner(owner: str, on_orphaned: Callable[[], None]) -> None:
+    """Call ``on_orphaned`` (on a thread of its own) once the coordinator named ``owner`` is gone for good."""
+
+    def watch() -> None:
+        missed = 0
+        while missed < GONE_AFTER:
+            time.sleep(WATCH_EVERY_S)
+            try:
+                ray.get_actor(owner, namespace=NAMESPACE)
+                missed = 0
+            except ValueError:
+                missed += 1
+            except Exception:  # (the GCS away for a while: not a verdict on the coordinator)
+                missed = 0
+        on_orphaned()
+
+    threading.Thread(target=watch, name="raycrawl-owner-watch", daemon=True).start()
+
+
+def kill(record: CrewRecord) -> None:
+    """End whatever of a recorded crew is still running (a restarted coordinator that makes its crew anew)."""
+    for name in [*record.shards, *record.partitions]:
+        try:
+            ray.kill(ray.get_actor(name, namespace=CREW_NAMESPACE))
+        except ValueError:
+            continue
+
+
+def note_recovery(crawl_id: str, recovery: dict[str, Any]) -> list[dict[str, Any]]:
+    """Add a recovery (its kind, cause, seconds, pages fetched again ...) to the crawl's list, kept here so that a
+    coordinator made again still has the earlier ones; returns the list."""
+    key = f"recoveries/{crawl_id}".encode()
+    value = internal_kv._internal_kv_get(key, namespace=NAMESPACE)
+    recoveries: list[dict[str, Any]] = json.loads(value) if value else []
+    recoveries.append(recovery)
+    internal_kv._internal_kv_put(key, json.dumps(recoveries).encode(), overwrite=True, namespace=NAMESPACE)
+    return recoveries
+
+
+def recoveries(crawl_id: str) -> list[dict[str, Any]]:
+    value = internal_kv._internal_kv_get(f"recoveries/{crawl_id}".encode(), namespace=NAMESPACE)
+    return list(json.loads(value)) if value else []
