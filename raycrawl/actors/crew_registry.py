@@ -81,13 +81,22 @@ def watch_owner(owner: str, on_orphaned: Callable[[], None]) -> None:
             try:
                 ray.get_actor(owner, namespace=NAMESPACE)
                 missed = 0
-            except ValueError:
-                missed += 1
+            except ValueError:  # (what Ray also says when the GCS is away: only its answer counts)
+                missed = missed + 1 if _gcs_answers() else 0
             except Exception:  # (the GCS away for a while: not a verdict on the coordinator)
                 missed = 0
         on_orphaned()
 
     threading.Thread(target=watch, name="raycrawl-owner-watch", daemon=True).start()
+
+
+def _gcs_answers() -> bool:
+    """Whether the cluster's control store answers now (a lookup that failed while it is away says nothing)."""
+    try:
+        internal_kv._internal_kv_exists(b"crew/", namespace=NAMESPACE)
+    except Exception:
+        return False
+    return True
 
 
 def kill(record: CrewRecord) -> None:
