@@ -114,6 +114,12 @@ class CheckpointsAndRollbacks:
             ready, _ = ray.wait(tasks, num_returns=len(tasks), timeout=0.5)
             for task in ready:
                 self.c.loop.task_ended(task)
+        self._back_to_checkpoint(rollbacks)
+        why = "a node lost with output" if isinstance(cause, OutputLost) else "a shard lost"
+        self.note("rolled back to the last checkpoint", f"{why} ({type(cause).__name__})", began)
+
+    def _back_to_checkpoint(self, rollbacks: int) -> None:
+        """A new crew and loop, from the last checkpoint (or the start), on nodes that answer."""
         # The nodes of the actors that are gone (or do not answer: a node Ray has not yet noticed is lost) get none
         # of the new ones.
         self.c._placement.avoid(self.c.crew.lost_nodes())
@@ -129,8 +135,6 @@ class CheckpointsAndRollbacks:
                     raise
                 time.sleep(pause)
         self.c.stats.events["rollbacks"] = rollbacks
-        why = "a node lost with output" if isinstance(cause, OutputLost) else "a shard lost"
-        self.note("rolled back to the last checkpoint", f"{why} ({type(cause).__name__})", began)
 
     # --- a coordinator made again ------------------------------------------------------------------
 
@@ -160,8 +164,7 @@ class CheckpointsAndRollbacks:
             self.note("coordinator restarted", "its crew alive: picked up where it was", away_since, again)
             return
         c.stats.started_at = c._started_at or began
-        rollbacks = c.stats.events["rollbacks"]
-        self._recreate_and_restore(rollbacks)
+        self._back_to_checkpoint(c.stats.events["rollbacks"])
         self.note("coordinator restarted", "from the last checkpoint (its crew lost, or a cut half-made)", began)
 
     def note(self, kind: str, cause: str, began: float, again: int | None = None) -> None:

@@ -36,10 +36,9 @@ class Crew:
         dedup: tuple[str, int, float],
         placement: Placement | None = None,
         renderers: list[Any] | None = None,
-        found: list[Any] | None = None,
-        names: list[str] | None = None,
+        found: tuple[list[Any], list[str], list[str]] | None = None,
     ) -> None:
-        """``found``, ``names``: the actors (shards, then partitions) of a crew already running, and their names."""
+        """``found``: a crew already running -- its actors (shards, then partitions), their names and nodes."""
         self.setup = setup
         self.renderers = renderers or []  # the render pool's actors (actors/render.py), made by the coordinator
         self._shard_class, self._dedup_class = shard_class, dedup_class
@@ -54,8 +53,8 @@ class Crew:
         self.partitions: list[Any]
         self.nodes: list[str]  # the node of each shard, then of each partition
         if found is not None:  # (a restarted coordinator's: the crew as it is, already connected)
-            self.shards, self.partitions, self.names = found[: setup.shards], found[setup.shards :], list(names or [])
-            self.nodes = [node or "" for node in answering_nodes([*self.shards, *self.partitions], ANSWER_TIMEOUT)]
+            actors, self.names, self.nodes = found[0], list(found[1]), list(found[2])
+            self.shards, self.partitions = actors[: setup.shards], actors[setup.shards :]
         else:
             makers = [self._shard_maker(i) for i in range(setup.shards)]
             makers += [self._partition_maker(p) for p in range(setup.partitions)]
@@ -77,9 +76,11 @@ class Crew:
             return None
         names = [*record.shards, *record.partitions]
         actors = crew_registry.find(names)
-        if actors is None or None in answering_nodes(actors, ANSWER_TIMEOUT):
+        nodes = answering_nodes(actors, ANSWER_TIMEOUT) if actors is not None else [None]
+        if actors is None or None in nodes:
             return None
-        crew = cls(shard_class, dedup_class, setup, dedup, placement, renderers, found=actors, names=names)
+        found = (actors, names, [str(node) for node in nodes])
+        crew = cls(shard_class, dedup_class, setup, dedup, placement, renderers, found=found)
         crew.started_at = record.started_at
         return crew
 

@@ -10,7 +10,6 @@ and ends itself when the name has been gone for ``GONE_AFTER`` looks in a row.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -19,9 +18,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import ray
-from ray.experimental import internal_kv
 
-NAMESPACE = "raycrawl"  # (the records' here: the crawls' coordinators are named in it too)
+from raycrawl.actors import cluster_kv
+
+NAMESPACE = cluster_kv.NAMESPACE  # the crawls' coordinators are named in it
 CREW_NAMESPACE = "raycrawl-crew"  # the crew actors' names: apart from the crawls' (Crawl.list lists those)
 WATCH_EVERY_S = 3.0  # how often a crew actor looks for its coordinator
 GONE_AFTER = 3  # looks in a row without it: the crawl is over, the actor ends itself
@@ -34,8 +34,12 @@ class CrewRecord:
     started_at: float  # when the crawl started (its time limit counts from there across restarts)
 
 
-def _key(crawl_id: str) -> bytes:
-    return f"crew/{crawl_id}".encode()
+def _key(crawl_id: str) -> str:
+    return f"crew/{crawl_id}"
+
+
+def _recoveries_key(crawl_id: str) -> str:
+    return f"recoveries/{crawl_id}"
 
 
 def new_name(crawl_id: str, role: str) -> str:
@@ -45,19 +49,18 @@ def new_name(crawl_id: str, role: str) -> str:
 
 
 def save(crawl_id: str, record: CrewRecord) -> None:
-    value = json.dumps(asdict(record)).encode()
-    internal_kv._internal_kv_put(_key(crawl_id), value, overwrite=True, namespace=NAMESPACE)
+    cluster_kv.put(_key(crawl_id), asdict(record))
 
 
 def load(crawl_id: str) -> CrewRecord | None:
-    value = internal_kv._internal_kv_get(_key(crawl_id), namespace=NAMESPACE)
-    return CrewRecord(**json.loads(value)) if value else None
+    value = cluster_kv.get(_key(crawl_id))
+    return CrewRecord(**value) if value else None
 
 
 def forget(crawl_id: str) -> None:
     """The crawl is over: its crew's record and its recoveries go."""
-    internal_kv._internal_kv_del(_key(crawl_id), namespace=NAMESPACE)
-    internal_kv._internal_kv_del(f"recoveries/{crawl_id}".encode(), namespace=NAMESPACE)
+    cluster_kv.delete(_key(crawl_id))
+    cluster_kv.delete(_recoveries_key(crawl_id))
 
 
 def find(names: list[str]) -> list[Any] | None:
@@ -82,21 +85,12 @@ def watch_owner(owner: str, on_orphaned: Callable[[], None]) -> None:
                 ray.get_actor(owner, namespace=NAMESPACE)
                 missed = 0
             except ValueError:  # (what Ray also says when the GCS is away: only its answer counts)
-                missed = missed + 1 if _gcs_answers() else 0
+                missed = missed + 1 if cluster_kv.answers() else 0
             except Exception:  # (the GCS away for a while: not a verdict on the coordinator)
                 missed = 0
         on_orphaned()
 
     threading.Thread(target=watch, name="raycrawl-owner-watch", daemon=True).start()
-
-
-def _gcs_answers() -> bool:
-    """Whether the cluster's control store answers now (a lookup that failed while it is away says nothing)."""
-    try:
-        internal_kv._internal_kv_exists(b"crew/", namespace=NAMESPACE)
-    except Exception:
-        return False
-    return True
 
 
 def kill(record: CrewRecord) -> None:
@@ -111,14 +105,10 @@ def kill(record: CrewRecord) -> None:
 def note_recovery(crawl_id: str, recovery: dict[str, Any]) -> list[dict[str, Any]]:
     """Add a recovery (its kind, cause, seconds, pages fetched again ...) to the crawl's list, kept here so that a
     coordinator made again still has the earlier ones; returns the list."""
-    key = f"recoveries/{crawl_id}".encode()
-    value = internal_kv._internal_kv_get(key, namespace=NAMESPACE)
-    recoveries: list[dict[str, Any]] = json.loads(value) if value else []
-    recoveries.append(recovery)
-    internal_kv._internal_kv_put(key, json.dumps(recoveries).encode(), overwrite=True, namespace=NAMESPACE)
-    return recoveries
+    noted = [*recoveries(crawl_id), recovery]
+    cluster_kv.put(_recoveries_key(crawl_id), noted)
+    return noted
 
 
 def recoveries(crawl_id: str) -> list[dict[str, Any]]:
-    value = internal_kv._internal_kv_get(f"recoveries/{crawl_id}".encode(), namespace=NAMESPACE)
-    return list(json.loads(value)) if value else []
+    return list(cluster_kv.get(_recoveries_key(crawl_id)) or [])

@@ -22,37 +22,18 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from raycrawl.testing.graph import WebSpec
-from raycrawl.testing.process import TestWeb, gaps_by_host
+from raycrawl.testing.process import TestWeb, descendant_commands, gaps_by_host
 
 # What the chaos kills, by the title Ray gives each process
 TITLES = {
-    "coordinator": b"ray::Coordinator",
-    "shard": b"ray::FrontierShardActor",
-    "partition": b"ray::DedupActor",
-    "fetch worker": b"ray::fetch_batch",
+    "coordinator": "ray::Coordinator",
+    "shard": "ray::FrontierShardActor",
+    "partition": "ray::DedupActor",
+    "fetch worker": "ray::fetch_batch",
 }
-
-
-def own_processes() -> dict[int, bytes]:
-    """This process's descendants: pid -> command line (a Ray worker's is its title)."""
-    table: dict[int, tuple[int, bytes]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                table[int(entry.name)] = (parent, (entry / "cmdline").read_bytes())
-            except (OSError, ValueError, IndexError):
-                continue
-    tree, grew = {os.getpid()}, True
-    while grew:
-        children = {pid for pid, (parent, _) in table.items() if parent in tree} - tree
-        grew, tree = bool(children), tree | children
-    tree.discard(os.getpid())
-    return {pid: table[pid][1] for pid in tree if pid in table}
 
 
 @dataclass
@@ -78,7 +59,7 @@ class Chaos:
     def _run(self) -> None:
         rng = random.Random(self.seed)
         while not self._stop.wait(rng.uniform(*self.every)):
-            running = own_processes()
+            running = descendant_commands()
             present = {
                 kind: [pid for pid, cmd in running.items() if cmd.startswith(title)] for kind, title in TITLES.items()
             }

@@ -46,6 +46,19 @@ def kill_descendants(name_part: str) -> int:
     return killed
 
 
+def descendant_commands() -> dict[int, str]:
+    """This process's descendants: pid -> command line (a Ray worker's is the title Ray gave it, ``ray::...``)."""
+    import psutil
+
+    commands: dict[int, str] = {}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            commands[child.pid] = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+    return commands
+
+
 def free_port() -> int:
     return free_ports(1)[0]
 

@@ -25,14 +25,14 @@ DELAY = 0.1
 
 # The starting process: a script that starts the crawl detached, says so, and would go on waiting (it is killed).
 DRIVER = """
-import sys, time
+import signal, sys
 from raycrawl import Crawl, CrawlConfig
 address, out, crawl_id, delay, *seeds = [a for a in sys.argv[1:] if a != "--attached"]
 config = CrawlConfig(seeds=tuple(seeds), out=out, crawl_id=crawl_id, delay=float(delay), allow_network=("127.0.0.0/8",),
                      ray_address=address, quiet=True)
 crawl = Crawl(config).start(detach=sys.argv[-1] != "--attached")
 print("started", crawl.crawl_id, flush=True)
-time.sleep(600)
+signal.pause()  # (until the test kills it)
 """
 
 

@@ -50,8 +50,9 @@ def submit(
     return job_id, subprocess.run(command, env=head.env, capture_output=True, text=True, timeout=600)
 
 
-def kill_coordinator_when(head: RayHead, web: TestWeb, pages: int) -> threading.Thread:
-    """SIGKILL the crawl's coordinator once the server has seen ``pages`` page requests (and note its pid)."""
+def kill_coordinator_when(head: RayHead, web: TestWeb, pages: int) -> tuple[threading.Thread, list[int]]:
+    """SIGKILL the crawl's coordinator once the server has seen ``pages`` page requests: (the killer, the pids it
+    killed)."""
     killed: list[int] = []
 
     def killer() -> None:
@@ -60,9 +61,8 @@ def kill_coordinator_when(head: RayHead, web: TestWeb, pages: int) -> threading.
         os.kill(killed[0], signal.SIGKILL)
 
     thread = threading.Thread(target=killer, daemon=True)
-    thread.killed = killed  # type: ignore[attr-defined]
     thread.start()
-    return thread
+    return thread, killed
 
 
 def test_ray_job_submit_runs_a_crawl_to_success_though_its_coordinator_is_killed(head: RayHead, tmp_path: Path) -> None:
@@ -72,7 +72,7 @@ def test_ray_job_submit_runs_a_crawl_to_success_though_its_coordinator_is_killed
     with TestWeb(spec) as web:
         out = tmp_path / "out"
         api = f"http://127.0.0.1:{head.dashboard_port}"
-        killer = kill_coordinator_when(head, web, 100)
+        killer, killed = kill_coordinator_when(head, web, 100)
         job_id, done = submit(head, "jobs/crawl.py", *web.graph.seeds(), "--out", str(out), "--delay", str(DELAY))
         killer.join(timeout=60)
         status = subprocess.run(
@@ -95,7 +95,7 @@ def test_ray_job_submit_runs_a_crawl_to_success_though_its_coordinator_is_killed
     assert min(min(g) for g in gaps_by_host(page_requests(requests)).values()) >= DELAY
     summary = json.loads((out / "stats.json").read_text())
     assert summary["finished"] is True
-    assert len(killer.killed) == 1  # type: ignore[attr-defined]
+    assert len(killed) == 1
     [recovery] = summary["recoveries"]
     assert recovery["kind"] == "coordinator restarted" and "picked up" in recovery["cause"], recovery
     # The pages in flight when it died are all that may be fetched twice
