@@ -26,7 +26,7 @@ import dataclasses
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import ray
@@ -42,7 +42,7 @@ from raycrawl.actors.fetch_task import fetch_batch, warm_up
 from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.output_cut import OutputParts
-from raycrawl.actors.placement import Placement
+from raycrawl.actors.placement import ACTOR_LOST, Placement
 from raycrawl.actors.render import RenderPool
 from raycrawl.actors.settings import (
     crawl_id_of,
@@ -237,8 +237,7 @@ class Coordinator:
     def control_host(self, action: HostAction) -> bool:
         """An operator's action on one host, done by the shard that owns it (a netloc, e.g. example.com); False:
         the crawl has no such host."""
-        shard = self.crew.shards[shard_for(action.host, self.num_shards)]
-        return bool(ray.get(shard.control.remote(action)))
+        return self.crew.control(shard_for(action.host, self.num_shards), action)
 
     # --- the loop ------------------------------------------------------------------------------------
 
@@ -312,11 +311,13 @@ class Coordinator:
         self.stats.events["fetch_workers_warmed"] = len(set(ray.get(ready)))
 
     def _round(self) -> bool:
-        """One round; True when the crawl is over. A shard that died rolls the crawl back to its checkpoint."""
+        """One round; True when the crawl is over. A shard that died is rebuilt alone (or, when it cannot be, the
+        crawl rolls back to its checkpoint)."""
         try:
             return self._round_once()
         except ROLLBACK_CAUSES as exc:
-            self.cuts.roll_back(exc)
+            if not self.cuts.rebuild_lost_shards(exc):
+                self.cuts.roll_back(exc)
             return False
 
     def _round_once(self) -> bool:
@@ -350,7 +351,7 @@ class Coordinator:
         self._wait(started)
         return False
 
-    def _call_shards(self, plan: RoundPlan) -> list[ShardSummary]:
+    def _call_shards(self, plan: RoundPlan) -> None:
         horizon = self.cfg.lease_horizon
         finished, self._finished_batches = self._finished_batches, [[] for _ in range(self.num_shards)]
         pairs = [
@@ -359,11 +360,22 @@ class Coordinator:
                 self.crew.shards, plan.quotas, plan.batch_ids, finished, strict=True
             )
         ]
-        summaries: list[ShardSummary] = ray.get([summary for _, summary in pairs])
-        latencies = [seconds for s in summaries for seconds in s.latencies]
+        refs = [summary for _, summary in pairs]
+        ray.wait(refs, num_returns=len(refs))
+        # (a shard lost: the others' answers still count -- their counts and leases are not asked for twice)
+        summaries: list[ShardSummary | None] = []
+        lost: Exception | None = None
+        for ref in refs:
+            try:
+                summaries.append(ray.get(ref))
+            except ACTOR_LOST as exc:
+                summaries.append(None)
+                lost = exc
+        latencies = [seconds for s in summaries if s is not None for seconds in s.latencies]
         moved = self.loop.answered(plan, summaries, [leases for leases, _ in pairs])
         self.metrics.record_round(moved.outcomes, moved.bytes, latencies, moved.verdicts)
-        return summaries
+        if lost is not None:
+            raise lost
 
     def _follow_demand(self) -> None:
         """Tasks launch up to what the cluster's CPUs hold; an autoscaler is asked for what demand needs."""
@@ -398,6 +410,11 @@ class Coordinator:
         if not ready:
             return
         ready, _ = ray.wait(tasks, num_returns=len(tasks), timeout=0)  # (every task that has ended by now)
+        self.tasks_ended(ready)
+
+    def tasks_ended(self, ready: list[Any], release: Callable[[int], bool] = lambda shard: True) -> None:
+        """Fetch tasks that ended: a failed one's leases not settled go back to the shards ``release`` picks (a lost
+        shard's are gone with it)."""
         failed: dict[int, list[int]] = {}
         for task in ready:
             batches = self.loop.task_ended(task)
@@ -406,7 +423,8 @@ class Coordinator:
             except RayError:
                 self.stats.events["failed_tasks"] += 1
                 for b in batches:
-                    failed.setdefault(b.shard, []).append(b.batch_id)
+                    if release(b.shard):
+                        failed.setdefault(b.shard, []).append(b.batch_id)
                 continue
             for b in batches:
                 self._finished_batches[b.shard].append(b.batch_id)

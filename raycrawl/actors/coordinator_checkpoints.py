@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import ray
@@ -34,6 +35,7 @@ ROLLBACK_CAUSES: tuple[type[Exception], ...] = (*ACTOR_LOST, OutputLost)
 class CheckpointsAndRollbacks:
     def __init__(self, coordinator: Coordinator) -> None:
         self.c = coordinator  # (a roll-back makes its crew and loop anew)
+        self.cutting = False  # a checkpoint cut under way (a shard lost in one: the crawl goes back whole)
 
     # --- the seen-set's partitions -------------------------------------------------------------------
 
@@ -65,6 +67,7 @@ class CheckpointsAndRollbacks:
         crawling (the next interval tries again, nothing is lost). A node lost with buffered output: OutputLost
         (the caller rolls the crawl back)."""
         period = self.c.loop.cut_period()  # (--rollover: the parts' directory)
+        self.cutting = True
         self.c.loop.checkpointed()
         epoch = self.c._sequence.begin()
         try:
@@ -95,16 +98,66 @@ class CheckpointsAndRollbacks:
             return
         self.c._sequence.committed(epoch, taken, self.c.output.committed(epoch))
         self.c.crew.checkpointed()  # the checkpoint holds all of the seen-set now
+        self.c.loop.cut_committed()
+        self.cutting = False
         self.c.metrics.record_checkpoint(float(taken["seconds"]))
 
     def _cut_failed(self, epoch: int, why: str) -> None:
+        self.cutting = False
         self.c._sequence.failed(epoch, why)
         self.c.stats.events["checkpoint_failures"] += 1
+
+    # --- a lost shard ---------------------------------------------------------------------------------
+
+    def rebuild_lost_shards(self, cause: Exception) -> bool:
+        """A frontier shard died: it alone is rebuilt, from the last checkpoint and what the others sent or were
+        told it since (actors/crew.py ``rebuild_shards``); its hosts' pages since that checkpoint are fetched again,
+        the other shards go on untouched, and its uncommitted output (page records in its buffer, WARC spans and
+        items it kept) went with it. False when the crawl must go back whole instead: a node lost with output, a
+        shard lost during a cut (or output stored by a cut that failed since), every shard lost, or a capture of
+        the lost shard's already named by another's revisit record."""
+        c = self.c
+        if isinstance(cause, OutputLost) or self.cutting:
+            return False
+        loaded = checkpoints.load(c.store) if c._sequence.taken or c._resumed else None
+        if sorted(c.output.parts) != sorted(loaded.state.parts if loaded is not None else c.output.parts[:0]):
+            return False  # (a cut that failed stored parts since: some may be the lost shard's)
+        try:
+            lost = c.crew.dead_shards()
+            if not lost or len(lost) == c.num_shards:
+                return False
+            began = time.time()
+            # The fetches of its leases end first (their results have nowhere to go): its hosts' clocks, restored,
+            # count a request as made when the rebuild is done -- after the last one those fetches sent.
+            self._drain(lambda shard: shard in lost)
+            if not c.crew.rebuild_shards(lost, loaded.shards if loaded is not None else None, c.scope.seed_hosts()):
+                return False
+        except ACTOR_LOST:  # (more was lost than the shards: a node)
+            return False
+        for shard in lost:
+            c._finished_batches[shard] = []
+        again = c.loop.lost_shards(lost)
+        c.stats.events["shard_rebuilds"] += len(lost)
+        which = ", ".join(map(str, lost))
+        self.note("frontier shard rebuilt", f"shard {which} lost ({type(cause).__name__})", began, again)
+        return True
+
+    def _drain(self, holding: Callable[[int], bool] = lambda shard: True) -> None:
+        """Wait (bounded) for the fetch tasks under way that hold leases of the shards ``holding`` picks, so no
+        request of theirs lands after a restore."""
+        deadline = time.monotonic() + drain_seconds(self.c.cfg.timeout)
+        while time.monotonic() < deadline:
+            tasks = [t for t, batches in self.c.loop.tasks.items() if any(holding(b.shard) for b in batches)]
+            if not tasks:
+                return
+            ready, _ = ray.wait(tasks, num_returns=len(tasks), timeout=0.5)
+            self.c.tasks_ended(ready, release=lambda shard: not holding(shard))
 
     def roll_back(self, cause: Exception) -> None:
         """A frontier shard died (or a node with buffered output): roll the whole crawl back to the last
         checkpoint (or to the start): what was done since is redone once, and nothing is lost."""
         began = time.time()
+        self.cutting = False
         self.c.stats.events["rollbacks"] += 1
         rollbacks = self.c.stats.events["rollbacks"]
         # Let fetches under way end first, so no old request lands after the restore.
@@ -152,8 +205,9 @@ class CheckpointsAndRollbacks:
         if c.adopted and not any(ray.get([s.pending_cut.remote(committed) for s in shards])):
             taken = ray.get([s.take_over.remote("coordinator restarted") for s in shards])
             stats = CrawlStats.from_dict(loaded.state.stats, began) if loaded else CrawlStats(started_at=0.0)
-            for _, since, _ in taken:
+            for shard, (_, since, _) in enumerate(taken):
                 stats.add(since)
+                c.loop.since_cut[shard].add(since)
             stats.started_at = c._started_at or stats.started_at or began
             c.loop.stats = stats
             if loaded is not None:

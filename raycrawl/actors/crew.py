@@ -16,6 +16,7 @@ import ray
 
 from raycrawl.actors import crew_registry
 from raycrawl.actors.placement import ACTOR_LOST, ANSWER_TIMEOUT, ActorMaker, Placement, answering_nodes
+from raycrawl.core.host_actions import HostAction
 from raycrawl.core.outlinks import seed_links
 from raycrawl.core.records import Known, Link, UrlEntry
 from raycrawl.core.shard_work import ShardSetup
@@ -46,6 +47,10 @@ class Crew:
         self._dedup_args = (kind, max(1000, capacity // setup.partitions), error_rate)
         self.placement = placement or Placement()
         self.recoveries = 0
+        self.incarnations = [0] * setup.shards  # each shard's: one more each time it is rebuilt alone
+        # What the coordinator told each shard since the last checkpoint (seeds, URLs queued again, operator
+        # actions): a shard rebuilt alone from that checkpoint is told again
+        self._told: list[list[tuple[str, tuple[Any, ...]]]] = [[] for _ in range(setup.shards)]
         self.started_at = 0.0  # when the crawl started (kept in the crew's record, register())
         # The actors' names (crew_registry.py: detached actors the coordinator finds again after a restart)
         self.names: list[str] = [""] * (setup.shards + setup.partitions)
@@ -122,7 +127,7 @@ class Crew:
         calls = []
         for i, batch in by_shard.items():
             theirs = {link[0]: known[link[0]] for link in batch if link[0] in known}
-            calls.append(self.shards[i].offer.remote(batch, theirs))
+            calls.append(self._tell(i, "offer", batch, theirs))
         ray.get(calls)
 
     def requeue(self, entries: list[UrlEntry], retry: bool = False) -> None:
@@ -130,8 +135,16 @@ class Crew:
         by_shard: dict[int, list[UrlEntry]] = {}
         for entry in entries:
             by_shard.setdefault(shard_for(host_key(entry.url), len(self.shards)), []).append(entry)
-        shards = self.shards
-        ray.get([(shards[i].retry if retry else shards[i].requeue).remote(batch) for i, batch in by_shard.items()])
+        ray.get([self._tell(i, "retry" if retry else "requeue", batch) for i, batch in by_shard.items()])
+
+    def control(self, shard: int, action: HostAction) -> bool:
+        """An operator's action on one of ``shard``'s hosts; False: the shard does not know the host."""
+        return bool(ray.get(self._tell(shard, "control", action)))
+
+    def _tell(self, shard: int, method: str, *args: Any) -> Any:
+        """Call ``method`` of ``shard``, kept until the next checkpoint for a successor to be told again."""
+        self._told[shard].append((method, args))
+        return getattr(self.shards[shard], method).remote(*args)
 
     def add_scope_hosts(self, hosts: list[str]) -> None:
         ray.get([s.add_scope_hosts.remote(hosts) for s in self.shards])
@@ -153,13 +166,51 @@ class Crew:
             self.partitions[p], self.nodes[offset + p] = fresh[k], nodes[k]
             if blobs is not None:
                 calls.append(self.partitions[p].restore.remote(blobs[p]))
-            logged = b"".join(logs[k * len(self.shards) : (k + 1) * len(self.shards)])
-            if logged:
-                calls.append(self.partitions[p].add_new.remote(logged))
+            for s, logged in enumerate(logs[k * len(self.shards) : (k + 1) * len(self.shards)]):
+                if logged:  # (each shard's marks as its own: a shard lost later is rebuilt from them)
+                    calls.append(self.partitions[p].add_new.remote(logged, s, self.incarnations[s]))
         ray.get(calls)
         ray.get([s.set_partition.remote(p, self.partitions[p]) for p in dead for s in self.shards])
         self.handles = ray.put((self.shards, self.partitions, self.renderers))
         self.register()
+
+    # --- a lost shard, rebuilt alone ------------------------------------------------------------------
+
+    def rebuild_shards(self, lost: list[int], checkpoint: list[bytes] | None, scope_hosts: list[str]) -> bool:
+        """New actors for the ``lost`` shards, each restored from the last checkpoint's part (None: none yet) and
+        given what was sent or told it since, and what it took as new since to find again; the other shards are
+        untouched. False, before anything is made, when one of the lost shards' payload captures since the
+        checkpoint is named by a revisit record (the crawl must go back whole)."""
+        for s in lost:
+            self.incarnations[s] += 1
+        shards = len(self.shards)
+        answers = ray.get([p.lost_shard.remote(s, shards, self.incarnations[s]) for s in lost for p in self.partitions])
+        if not all(undone for _, undone in answers):
+            return False
+        self.recoveries += len(lost)
+        self.placement.avoid(self.nodes[s] for s in lost)
+        fresh, nodes = self.placement.place([self._shard_maker(s) for s in lost])
+        for s, actor, node in zip(lost, fresh, nodes, strict=True):
+            self.shards[s], self.nodes[s] = actor, node
+        setup = [self.shards[s].connect.remote(self.shards, self.partitions) for s in lost]
+        setup += [self.shards[s].add_scope_hosts.remote(scope_hosts) for s in lost]
+        if checkpoint is not None:
+            setup += [self.shards[s].restore.remote(checkpoint[s]) for s in lost]
+        ray.get(setup)
+        live = [i for i in range(len(self.shards)) if i not in lost]
+        handovers = ray.get(
+            [self.shards[i].hand_over.remote(s, self.incarnations[s], self.shards[s]) for s in lost for i in live]
+        )
+        calls = []
+        for k, s in enumerate(lost):
+            marks = {p: answers[k * len(self.partitions) + p][0] for p in range(len(self.partitions))}
+            theirs = handovers[k * len(live) : (k + 1) * len(live)]
+            calls.append(self.shards[s].succeed.remote(theirs, marks, self.incarnations[s]))
+        ray.get(calls)
+        ray.get([getattr(self.shards[s], method).remote(*args) for s in lost for method, args in self._told[s]])
+        self.handles = ray.put((self.shards, self.partitions, self.renderers))
+        self.register()
+        return True
 
     def set_renderers(self, renderers: list[Any]) -> None:
         """The render pool's actors changed (actors/render.py): fetch tasks launched from now on are given these."""
@@ -167,15 +218,10 @@ class Crew:
         self.handles = ray.put((self.shards, self.partitions, self.renderers))
 
     def dead_partitions(self) -> list[int]:
-        refs = [p.stats.remote() for p in self.partitions]
-        ray.wait(refs, num_returns=len(refs))
-        dead = []
-        for i, ref in enumerate(refs):
-            try:
-                ray.get(ref)
-            except ACTOR_LOST:
-                dead.append(i)
-        return dead
+        return _dead([p.stats.remote() for p in self.partitions])
+
+    def dead_shards(self) -> list[int]:
+        return _dead([s.node.remote() for s in self.shards])
 
     def lost_nodes(self) -> list[str]:
         """The nodes of the actors that are gone, or that do not answer within LOST_CHECK_TIMEOUT (a node Ray has
@@ -196,6 +242,7 @@ class Crew:
 
     def checkpointed(self) -> None:
         """The checkpoint committed: files in the crawl's storage that only older ones named go."""
+        self._told = [[] for _ in self.shards]
         ray.get([a.checkpointed.remote() for a in [*self.shards, *self.partitions]])
 
     def close(self) -> None:
@@ -211,3 +258,15 @@ class Crew:
         """End the crew's actors (detached: nothing else would, but their watch for a coordinator gone)."""
         for actor in [*self.shards, *self.partitions]:
             ray.kill(actor)
+
+
+def _dead(refs: list[Any]) -> list[int]:
+    """The positions of the calls whose actor is lost."""
+    ray.wait(refs, num_returns=len(refs))
+    dead = []
+    for i, ref in enumerate(refs):
+        try:
+            ray.get(ref)
+        except ACTOR_LOST:
+            dead.append(i)
+    return dead

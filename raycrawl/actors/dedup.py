@@ -27,6 +27,12 @@ def pack_fingerprints(fps: list[int]) -> bytes:
     return array("Q", fps).tobytes()
 
 
+def unpack_fingerprints(packed: bytes) -> list[int]:
+    fps = array("Q")
+    fps.frombytes(packed)
+    return fps.tolist()
+
+
 @ray.remote(num_cpus=0, max_restarts=0)
 class DedupActor:
     def __init__(
@@ -59,6 +65,7 @@ class DedupActor:
             raise StoreUnavailable(f"seen-set partition {self._id} cannot write its changes: {exc}") from None
 
     def checkpointed(self) -> None:
+        self._state.checkpointed()
         if self._segments is not None:
             self._segments.committed()
 
@@ -77,8 +84,12 @@ class DedupActor:
     def claim_payloads(self, claims: list[Claim]) -> list[Capture | None]:
         return self._state.claim_payloads(claims)
 
-    def add_new(self, packed: bytes) -> bytes:
-        return self._state.add_new(packed)
+    def add_new(self, packed: bytes, asker: int | None = None, incarnation: int = 0) -> bytes:
+        return self._state.add_new(packed, asker, incarnation)
+
+    def lost_shard(self, shard: int, shards: int, incarnation: int) -> tuple[bytes, bool]:
+        """A frontier shard was lost (core/seen_partition.py ``lost_shard``)."""
+        return self._state.lost_shard(shard, shards, incarnation)
 
     def touch(self, packed: bytes) -> None:
         """Renew marks (a continuous crawl's URLs scheduled again: they must not come back as new)."""

@@ -19,7 +19,7 @@ from typing import Any
 import ray
 
 from raycrawl.actors import crew_registry
-from raycrawl.actors.dedup import pack_fingerprints
+from raycrawl.actors.dedup import pack_fingerprints, unpack_fingerprints
 from raycrawl.actors.placement import ACTOR_LOST
 from raycrawl.actors.politeness_registry import budget_client
 from raycrawl.adapters.lmdb_queue import private_store
@@ -30,7 +30,7 @@ from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.core.crawl_loop import ShardSummary
 from raycrawl.core.host_actions import HostAction
-from raycrawl.core.link_routing import PartitionShare
+from raycrawl.core.link_routing import Handover, PartitionShare
 from raycrawl.core.queue_log import LoggedQueueStore
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
 from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry
@@ -98,8 +98,8 @@ class FrontierShardActor:
         """Seeds (from the coordinator): screened and deduplicated like any link, with the round's."""
         self._work.offer(links, known)
 
-    def push(self, entries: list[UrlEntry], sender: int) -> None:
-        self._work.receive(entries, sender)
+    def push(self, entries: list[UrlEntry], sender: int, incarnation: int = 0) -> None:
+        self._work.receive(entries, sender, incarnation)
 
     def _route(self, shares: dict[int, PartitionShare], touches: dict[int, list[int]] | None = None) -> None:
         # Marks to renew go with the round's questions, and are waited for with them: a checkpoint cut after this
@@ -111,7 +111,11 @@ class FrontierShardActor:
                 ray.wait(renewals, num_returns=len(renewals))
             return
         asked = list(shares)
-        refs = [self._partitions[p].add_new.remote(pack_fingerprints(shares[p].fingerprints)) for p in asked]
+        me, incarnation = self._id, self._work.router.incarnation
+        refs = [
+            self._partitions[p].add_new.remote(pack_fingerprints(shares[p].fingerprints), me, incarnation)
+            for p in asked
+        ]
         ray.wait(refs + renewals, num_returns=len(refs) + len(renewals))
         for p, ref in zip(asked, refs, strict=True):
             try:
@@ -120,7 +124,7 @@ class FrontierShardActor:
                 self._work.router.hold(p, shares[p])
                 continue
             for owner, entries in self._work.answered(p, shares[p], answer).items():
-                self._peers[owner].push.remote(entries, self._id)
+                self._peers[owner].push.remote(entries, me, incarnation)
 
     def set_partition(self, partition: int, actor: Any) -> None:
         """A rebuilt partition: held shares are asked again."""
@@ -131,6 +135,18 @@ class FrontierShardActor:
 
     def seen_log(self, partition: int) -> bytes:
         return pack_fingerprints(self._work.router.log(partition))
+
+    # --- a lost shard ----------------------------------------------------------------------------------
+
+    def hand_over(self, lost: int, incarnation: int, successor: Any) -> Handover:
+        """Shard ``lost`` is rebuilt as ``successor``: from now on it is sent this shard's new URLs for its hosts
+        (core/link_routing.py ``hand_over``)."""
+        self._peers[lost] = successor
+        return self._work.hand_over(lost, incarnation)
+
+    def succeed(self, handovers: list[Handover], marks: dict[int, bytes], incarnation: int) -> None:
+        """This shard (restored from the last checkpoint) takes a lost one's place (core/shard_work.py)."""
+        self._work.succeed(handovers, {p: unpack_fingerprints(fps) for p, fps in marks.items()}, incarnation)
 
     def add_scope_hosts(self, hosts: list[str]) -> None:
         self._work.scope.add_hosts(hosts)
@@ -177,9 +193,11 @@ class FrontierShardActor:
     def snapshot(self) -> tuple[bytes, int]:
         """This shard at the cut, and the bytes it wrote to the crawl's storage for it: its stored queue as the
         files that make it again, this cut's log written now."""
+        reclaim = sorted(self._work.router.reclaim)  # (a lost predecessor's URLs still to find again)
         if self._segments is None:
-            return zlib.compress(json.dumps(self._work.frontier.snapshot()).encode(), 3), 0
-        snapshot = self._work.frontier.snapshot(stored_rows=False)
+            snapshot = self._work.frontier.snapshot() | ({"reclaim": reclaim} if reclaim else {})
+            return zlib.compress(json.dumps(snapshot).encode(), 3), 0
+        snapshot = self._work.frontier.snapshot(stored_rows=False) | ({"reclaim": reclaim} if reclaim else {})
         try:
             snapshot["queue"] = self._segments.checkpoint()
         except StorageError as exc:
@@ -188,6 +206,7 @@ class FrontierShardActor:
 
     def restore(self, data: bytes) -> None:
         snapshot = json.loads(zlib.decompress(data))
+        self._work.router.reclaim = set(snapshot.pop("reclaim", ()))
         refs = snapshot.pop("queue", None)
         if refs is not None and self._segments is not None and self._store is not None:
             self._segments.restore(refs, self._store)  # (the store itself: a replay is not a change to log)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from raycrawl.core.partitions import partition_of
@@ -63,6 +63,10 @@ class CaptureRegistry:
     def __init__(self) -> None:
         self._first: dict[bytes, tuple[str, str, str]] = {}
         self._changed: set[bytes] = set()  # keys set since take_changes
+        # Since the last committed checkpoint: each key set, with what it held at that checkpoint (a lost shard's
+        # captures go back to it), and the keys a revisit was told to name (those cannot go back)
+        self._prior: dict[bytes, tuple[str, str, str] | None] = {}
+        self._named: set[bytes] = set()
 
     def __len__(self) -> int:
         return len(self._first)
@@ -77,12 +81,36 @@ class CaptureRegistry:
         for key, capture in claims:
             first = self._first.get(key)
             if first is None or first[0] == capture.url:
+                if key not in self._prior:
+                    self._prior[key] = first
                 self._first[key] = (capture.url, capture.record_id, capture.date)
                 self._changed.add(key)
                 answers.append(None)
             else:
+                if key in self._prior:
+                    self._named.add(key)
                 answers.append(Capture(*first))
         return answers
+
+    def checkpointed(self) -> None:
+        """A checkpoint committed: it holds every capture so far."""
+        self._prior, self._named = {}, set()
+
+    def lost(self, owned: Callable[[str], bool]) -> bool:
+        """A frontier shard was lost: the captures set since the last checkpoint by its URLs (``owned``) were never
+        committed, and go back to what the checkpoint held. False, and nothing changed, when a revisit record was
+        told to name one of them (that record would name nothing: the crawl must go back whole)."""
+        lost = [key for key in self._prior if owned(self._first[key][0])]
+        if any(key in self._named for key in lost):
+            return False
+        for key in lost:
+            prior = self._prior.pop(key)
+            self._changed.discard(key)
+            if prior is None:
+                del self._first[key]
+            else:
+                self._first[key] = prior
+        return True
 
     def to_bytes(self) -> bytes:
         return _encode(self._first.items())

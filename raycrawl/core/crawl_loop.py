@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -110,6 +110,9 @@ class CrawlLoop:
         self._clock = clock
         self.stats = CrawlStats(started_at=clock())
         self.summaries: list[ShardSummary | None] = [None] * shards
+        # What each shard counted since the last committed checkpoint (a shard lost is rebuilt from that checkpoint:
+        # its counts since are taken back, and its pages counted again when they are fetched again)
+        self.since_cut = [CrawlStats(started_at=0.0) for _ in range(shards)]
         self.staged: list[StagedBatch] = []
         self.tasks: dict[Hashable, list[StagedBatch]] = {}
         self._next_batch = 1
@@ -200,19 +203,22 @@ class CrawlLoop:
             budget = min(budget, cfg.max_accepted - self.stats.accepted - self.leased)
         return max(0, budget)
 
-    def answered(self, plan: RoundPlan, summaries: list[ShardSummary], refs: list[object]) -> CrawlStats:
-        """The round's answers (in shard order), with where each shard's lease batch is kept; returns what the
-        shards counted since the last round (already added to the crawl's counters)."""
+    def answered(self, plan: RoundPlan, summaries: Sequence[ShardSummary | None], refs: list[object]) -> CrawlStats:
+        """The round's answers (in shard order; None: a shard that was lost), with where each shard's lease batch
+        is kept; returns what the shards counted since the last round (already added to the crawl's counters)."""
         moved = CrawlStats(started_at=0.0)
         self._closed_since = 0
-        self.budget_unavailable = next((s.budget_unavailable for s in summaries if s.budget_unavailable), None)
+        self.budget_unavailable = next((s.budget_unavailable for s in summaries if s and s.budget_unavailable), None)
         for shard, (summary, ref) in enumerate(zip(summaries, refs, strict=True)):
+            if summary is None:
+                continue
             self.summaries[shard] = summary
             if summary.store_full is not None and self.disk_full is None:
                 # (the URLs it refused wait in the shard's memory: the stop's checkpoint keeps them)
                 self.disk_full = f"shard {shard}: {summary.store_full}"
                 self.stop(f"disk full ({self.disk_full})")
             moved.add(summary.stats)
+            self.since_cut[shard].add(summary.stats)
             summary.stats = CrawlStats(started_at=0.0)
             if summary.leases:
                 earliest = summary.earliest if summary.earliest is not None else self._clock()
@@ -262,6 +268,24 @@ class CrawlLoop:
         self.tasks[key] = batches
         self.stats.count_task(sum(b.leases for b in batches))
         self.stats.peak_tasks_in_flight = max(self.stats.peak_tasks_in_flight, len(self.tasks))
+
+    def lost_shards(self, lost: Collection[int]) -> int:
+        """Shards that were lost are rebuilt from the last checkpoint: their staged batches go (their leases died
+        with them), their counts since that checkpoint are taken back; how many pages may be fetched again (those
+        they recorded since, and those leased when last asked)."""
+        self.staged = [b for b in self.staged if b.shard not in lost]
+        again = 0
+        for shard in lost:
+            summary, self.summaries[shard] = self.summaries[shard], None
+            again += summary.leased if summary is not None else 0
+            since, self.since_cut[shard] = self.since_cut[shard], CrawlStats(started_at=0.0)
+            self.stats.take_back(since)
+            again += sum(since.outcomes.values())
+        return again
+
+    def cut_committed(self) -> None:
+        """A checkpoint committed: it holds every shard's counts so far."""
+        self.since_cut = [CrawlStats(started_at=0.0) for _ in range(self.shards)]
 
     def task_ended(self, key: Hashable) -> list[StagedBatch]:
         """A fetch task ended; its batches (the caller releases their unsettled leases if it failed)."""

@@ -41,6 +41,15 @@ class LinkRouter:
         self._touches: dict[int, list[int]] = {}  # fingerprints whose marks to renew, by partition
         self.sent = [0] * shards  # batches of new URLs sent to each shard (this one included)
         self.received = [0] * shards  # ... and received from each
+        # Since the last committed checkpoint, for a shard that is lost and rebuilt from it: the URLs sent to each
+        # other shard (sent to its successor again) and received from each (the lost one's marks that arrived)
+        self._sent_since: dict[int, list[UrlEntry]] = {}
+        self._got_since: dict[int, list[str]] = {}
+        self.incarnation = 0  # this shard's: 0, and one more each time it is rebuilt
+        self.peer_incarnations = [0] * shards  # URLs from an older incarnation of a shard (late, dead) are dropped
+        # Fingerprints this shard's lost predecessor took as new since the checkpoint it was rebuilt from, whose
+        # URLs no shard holds: each is new once more when found again (its page fetched again), to this shard only
+        self.reclaim: set[int] = set()
 
     # --- asking the partitions -----------------------------------------------------------------------
 
@@ -67,6 +76,10 @@ class LinkRouter:
             raise ValueError(f"partition {partition} answered for {len(answer)} of {len(share.fingerprints)} URLs")
         new = [i for i, is_new in enumerate(answer) if is_new]
         self._log[partition].extend(share.fingerprints[i] for i in new)
+        if self.reclaim:
+            again = [i for i, fp in enumerate(share.fingerprints) if not answer[i] and fp in self.reclaim]
+            self.reclaim.difference_update(share.fingerprints[i] for i in again)
+            new = sorted(new + again)
         return [share.entries[i] for i in new]
 
     def touch(self, urls: Iterable[str]) -> None:
@@ -101,8 +114,9 @@ class LinkRouter:
         return list(self._log[partition])
 
     def checkpointed(self) -> None:
-        """A committed checkpoint holds every partition now: the logs start again."""
+        """A committed checkpoint holds every partition and shard now: the logs start again."""
         self._log = [[] for _ in range(self.partitions)]
+        self._sent_since, self._got_since = {}, {}
 
     # --- to the owners -------------------------------------------------------------------------------
 
@@ -114,12 +128,58 @@ class LinkRouter:
         out: dict[int, list[UrlEntry]] = {}
         for entry in entries:
             out.setdefault(shard_for(host_key(entry.url), self.shards), []).append(entry)
-        for owner in out:
+        for owner, batch in out.items():
             self.sent[owner] += 1
+            if owner != self.shard_id:
+                self._sent_since.setdefault(owner, []).extend(batch)
         return out
 
-    def got(self, sender: int) -> None:
+    def got(self, sender: int, entries: Sequence[UrlEntry], incarnation: int = 0) -> bool:
+        """A batch of URLs from ``sender`` (of its ``incarnation``); False: from a sender since rebuilt, dropped."""
+        if incarnation < self.peer_incarnations[sender]:
+            return False
         self.received[sender] += 1
+        if sender != self.shard_id:
+            self._got_since.setdefault(sender, []).extend(entry.url for entry in entries)
+        return True
+
+    # --- a lost shard ----------------------------------------------------------------------------------
+
+    def hand_over(self, lost: int, incarnation: int) -> Handover:
+        """Shard ``lost`` is rebuilt as ``incarnation``: what this shard sent it and got from it since the last
+        checkpoint, and the batch counts its successor starts from (later batches of the lost one are dropped)."""
+        self.peer_incarnations[lost] = incarnation
+        return Handover(
+            self.shard_id,
+            list(self._sent_since.get(lost, [])),
+            [fingerprint(url) for url in self._got_since.get(lost, [])],
+            self.sent[lost],
+            self.received[lost],
+        )
+
+    def succeed(self, handovers: Sequence[Handover], marks: Mapping[int, Sequence[int]], incarnation: int) -> None:
+        """This shard is a lost one's successor, restored from the last checkpoint: the batch counts go on from
+        what the others sent and got, and what its predecessor took as new since (``marks``, by partition) is
+        its own log again; those no other shard got are to be found again (``reclaim``)."""
+        self.incarnation = incarnation
+        got_by_others: set[int] = set()
+        for h in handovers:
+            self.received[h.shard], self.sent[h.shard] = h.sent_to_lost, h.got_from_lost
+            got_by_others.update(h.got_fingerprints)
+        for partition, fps in marks.items():
+            self._log[partition] = list(fps)
+            self.reclaim.update(fp for fp in fps if fp not in got_by_others)
+
+
+@dataclass(slots=True)
+class Handover:
+    """A live shard's part in a lost one's rebuild (``LinkRouter.hand_over``)."""
+
+    shard: int
+    sent: list[UrlEntry]  # URLs it sent the lost one since the last checkpoint, to send its successor
+    got_fingerprints: list[int]  # the fingerprints of the URLs it got from the lost one since
+    sent_to_lost: int  # batches it had sent the lost one ...
+    got_from_lost: int  # ... and got from it
 
 
 def all_delivered(sent: Sequence[Sequence[int]], received: Sequence[Sequence[int]]) -> bool:

@@ -8,6 +8,7 @@ capture rows set since. ``restore`` takes a whole state and the changes after it
 
 from __future__ import annotations
 
+import itertools
 import time
 from array import array
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from raycrawl.core.captures import Capture, CaptureRegistry, Claim
 from raycrawl.core.partitions import pack_part, unpack_part
 from raycrawl.core.seen import BloomSeenSet, ExactSeenSet, SeenSet
 from raycrawl.core.seen_expiry import ExpiringSeenSet, saved_with_generations
+from raycrawl.core.sharding import shard_for
+from raycrawl.core.urls import host_key
 
 SeenKind = Literal["exact", "bloom"]
 Clock = Callable[[], float]
@@ -33,6 +36,10 @@ class SeenPartition:
         self._ttl, self._clock = ttl, clock  # marks expire after ttl (core/seen_expiry.py); None: never
         self.seen: SeenSet | ExpiringSeenSet = self._empty()
         self.captures = CaptureRegistry()
+        # The marks each shard made since the last committed checkpoint (a shard that is lost is rebuilt from that
+        # checkpoint: these are the URLs it had taken as new since, core/link_routing.py ``reclaim``)
+        self._since: dict[int, array[int]] = {}
+        self._incarnations: dict[int, int] = {}  # each rebuilt shard's incarnation: an older one's asks mark nothing
 
     def _inner(self) -> SeenSet:
         return ExactSeenSet() if self._kind == "exact" else BloomSeenSet(self._capacity, self._error_rate)
@@ -45,9 +52,31 @@ class SeenPartition:
     def _empty(self) -> SeenSet | ExpiringSeenSet:
         return self._inner() if self._ttl is None else ExpiringSeenSet(self._inner, self._ttl, self._clock)
 
-    def add_new(self, packed: bytes) -> bytes:
-        """Fingerprints as the raw bytes of an ``array('Q')``; one byte each: 1 if it was new."""
-        return bytes(self.seen.add_new(_unpacked(packed)))
+    def add_new(self, packed: bytes, asker: int | None = None, incarnation: int = 0) -> bytes:
+        """Fingerprints as the raw bytes of an ``array('Q')``; one byte each: 1 if it was new. ``asker``: the shard
+        asking, whose new marks are kept until the next checkpoint commits; an ask of a shard's ``incarnation``
+        older than one rebuilt since (a call of a process that died, come late) marks nothing."""
+        fps = _unpacked(packed)
+        if asker is not None and incarnation < self._incarnations.get(asker, 0):
+            return bytes(len(fps))
+        answer = bytes(self.seen.add_new(fps))
+        if asker is not None:
+            self._since.setdefault(asker, array("Q")).extend(itertools.compress(fps, answer))
+        return answer
+
+    def lost_shard(self, shard: int, shards: int, incarnation: int) -> tuple[bytes, bool]:
+        """Shard ``shard`` (of ``shards``) was lost, and is rebuilt as ``incarnation``: the marks it made since the
+        last checkpoint, in all its incarnations (packed), and whether the captures its URLs set since could be
+        undone (core/captures.py ``lost``)."""
+        self._incarnations[shard] = max(incarnation, self._incarnations.get(shard, 0))
+        marks = self._since.get(shard, array("Q"))
+        undone = self.captures.lost(lambda url: shard_for(host_key(url), shards) == shard)
+        return marks.tobytes(), undone
+
+    def checkpointed(self) -> None:
+        """A checkpoint committed: it holds every mark and capture so far."""
+        self._since = {}
+        self.captures.checkpointed()
 
     def touch(self, packed: bytes) -> None:
         """Renew these marks (with an expiry: they last a ttl from now; without, they are marked)."""
@@ -78,6 +107,7 @@ class SeenPartition:
 
     def restore(self, whole: bytes | None, changes: list[bytes] = []) -> None:  # noqa: B006 (never mutated)
         """The state ``whole`` (None: empty) and ``changes`` made after it, in order."""
+        self._since = {}
         if whole is None:
             self.seen, self.captures = self._empty(), CaptureRegistry()
         else:

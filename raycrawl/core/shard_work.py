@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from raycrawl.core.demand import BACKLOG_CAP
 from raycrawl.core.frontier import FrontierShard
 from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.host_budget import BudgetClient
-from raycrawl.core.link_routing import LinkRouter, PartitionShare
+from raycrawl.core.link_routing import Handover, LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen
 from raycrawl.core.parts import WarcLedger
 from raycrawl.core.priority import Priority, Warn
@@ -310,9 +310,27 @@ class ShardWork:
             self.receive(mine, self.shard_id)
         return by_owner
 
-    def receive(self, entries: list[UrlEntry], sender: int) -> None:
-        self.router.got(sender)
+    def receive(self, entries: list[UrlEntry], sender: int, incarnation: int = 0) -> None:
+        """New URLs for this shard's hosts from ``sender`` (of its ``incarnation``: a batch a lost shard sent
+        before it died, come after its successor took over, is dropped -- the successor finds them again)."""
+        if not self.router.got(sender, entries, incarnation):
+            self._stats.events["batches_of_a_lost_shard_dropped"] += 1
+            return
         self.frontier.push(entries)
+        self._end_terminals()
+
+    # --- a lost shard ----------------------------------------------------------------------------------
+
+    def hand_over(self, lost: int, incarnation: int) -> Handover:
+        """Shard ``lost`` is rebuilt (core/link_routing.py ``hand_over``)."""
+        return self.router.hand_over(lost, incarnation)
+
+    def succeed(self, handovers: Sequence[Handover], marks: Mapping[int, Sequence[int]], incarnation: int) -> None:
+        """This shard, restored from the last checkpoint, takes a lost one's place: the URLs the others sent it
+        since are queued again, and what it took as new since is found again (core/link_routing.py ``succeed``)."""
+        self.router.succeed(handovers, marks, incarnation)
+        for handover in handovers:
+            self.frontier.push(handover.sent)
         self._end_terminals()
 
     def retry(self, entries: list[UrlEntry]) -> None:

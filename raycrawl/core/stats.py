@@ -13,6 +13,9 @@ from raycrawl.core.records import FETCH_OUTCOMES
 HARVEST_WINDOW = 100
 
 
+_COUNTERS = ("outcomes", "statuses", "dropped", "events", "fetch_nodes", "faults", "verdicts", "verdict_rules")
+
+
 @dataclass
 class CrawlStats:
     started_at: float
@@ -100,13 +103,24 @@ class CrawlStats:
 
     def add(self, other: CrawlStats) -> None:
         """Counters another part of the crawl moved (a shard's, since it last reported) added to these."""
-        for name in ("outcomes", "statuses", "dropped", "events", "fetch_nodes", "faults", "verdicts", "verdict_rules"):
+        for name in _COUNTERS:
             getattr(self, name).update(getattr(other, name))
         for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.revisit_lag = max(self.revisit_lag, other.revisit_lag)
         if other.recent:
             self.recent = (self.recent + other.recent)[-HARVEST_WINDOW:]
+
+    def take_back(self, other: CrawlStats) -> None:
+        """Counters a part of the crawl moved that are undone (a lost shard's since the checkpoint it is rebuilt
+        from: its pages are fetched again, and counted then)."""
+        for name in _COUNTERS:
+            counter = getattr(self, name)
+            counter.subtract(getattr(other, name))
+            for key in [k for k, n in counter.items() if n <= 0]:
+                del counter[key]
+        for name in ("bytes", "tasks", "task_urls", "robots_fetches", "seeds"):
+            setattr(self, name, max(0, getattr(self, name) - getattr(other, name)))
 
     def count_task(self, urls: int) -> None:
         self.tasks += 1
