@@ -1,5 +1,6 @@
 """The chaos run (issue 50, acceptance 4): a continuous crawl of the test web while a random raycrawl process --
-the coordinator, a frontier shard, a seen-set partition, a fetch worker -- is SIGKILLed every 15-30 s; the report
+the coordinator, a frontier shard, a seen-set partition, a fetch worker, a render actor -- is SIGKILLed every
+15-30 s, the kinds in shuffled rounds; the report
 as raycrawl/testing/chaos.py says.
 
     python -m benchmarks.chaos [--minutes 10] [--every 15 30] [--seed 1]

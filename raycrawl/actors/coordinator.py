@@ -82,7 +82,7 @@ class Coordinator:
         self.seeds = list(seeds)
         self.crawl_id = crawl_id_of(cfg, out_dir)
         # Made again by Ray after its process died: the crawl is picked up, not begun (cuts.pick_up)
-        self.restarted = bool(ray.get_runtime_context().was_current_actor_reconstructed)
+        self.restarted = coordinator_start.made_again()
         record = coordinator_start.restart_record(self)
         self._open_output(run or uuid.uuid4().hex[:8], record)
         # The crawl's scope, held here and grown only by _widen_scope; each new crew is given it whole.

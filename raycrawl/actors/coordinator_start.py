@@ -7,7 +7,10 @@ made anew (the crawl is then picked up by coordinator_checkpoints.py ``pick_up``
 from __future__ import annotations
 
 import time
+import warnings
 from typing import TYPE_CHECKING
+
+import ray
 
 from raycrawl.actors import crew_registry
 from raycrawl.actors.crew import Crew
@@ -17,6 +20,13 @@ from raycrawl.core.recrawl import recrawl_links
 
 if TYPE_CHECKING:
     from raycrawl.actors.coordinator import Coordinator
+
+
+def made_again() -> bool:
+    """Whether Ray made this (coordinator) actor again after its process died."""
+    with warnings.catch_warnings():  # (Ray's own property reads one it deprecated: its warning is not ours)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bool(ray.get_runtime_context().was_current_actor_reconstructed)
 
 
 def begin(c: Coordinator) -> None:

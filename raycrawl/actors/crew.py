@@ -87,6 +87,7 @@ class Crew:
         found = (actors, names, [str(node) for node in nodes])
         crew = cls(shard_class, dedup_class, setup, dedup, placement, renderers, found=found)
         crew.started_at = record.started_at
+        crew.incarnations = list(record.incarnations) or crew.incarnations
         return crew
 
     def register(self, started_at: float | None = None) -> None:
@@ -94,7 +95,7 @@ class Crew:
         if started_at is not None:
             self.started_at = started_at
         shards = len(self.shards)
-        record = crew_registry.CrewRecord(self.names[:shards], self.names[shards:], self.started_at)
+        record = crew_registry.CrewRecord(self.names[:shards], self.names[shards:], self.started_at, self.incarnations)
         crew_registry.save(self.setup.crawl_id, record)
 
     def _named(self, slot: int, role: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import ray
@@ -32,6 +32,7 @@ class CrewRecord:
     shards: list[str]  # the shards' actor names, in shard order
     partitions: list[str]  # the seen-set partitions', in partition order
     started_at: float  # when the crawl started (its time limit counts from there across restarts)
+    incarnations: list[int] = field(default_factory=list)  # each shard's (rebuilt alone: one more); [] = all 0
 
 
 def _key(crawl_id: str) -> str:
