@@ -110,7 +110,9 @@ def test_fetch_tasks_use_several_nodes_and_a_lost_node_loses_nothing(
     assert set(warc) == set(reachable) and max(warc.values()) == 1
     assert min(min(g) for g in gaps_by_host(requests).values()) >= DELAY  # polite through the node loss
     assert len(summary["fetch_nodes"]) >= 2, summary["fetch_nodes"]  # fetch tasks ran on both worker nodes
-    assert summary["events"]["rollbacks"] >= 1  # a shard's node was lost: back to the last checkpoint
+    # A shard's node was lost: the shard rebuilt alone, and (when the node held output of the interval) the crawl
+    # back to the last checkpoint
+    assert summary["events"].get("rollbacks", 0) + summary["events"].get("shard_rebuilds", 0) >= 1
     # Three nodes on one disk: each node's store task copies and cleans its own buffers only.
     assert summary["checkpoints"]["failures"] == 0, summary.get("checkpoint_error")
     print("URLs fetched per node:", summary["fetch_nodes"], "rollbacks:", summary["events"].get("rollbacks", 0))
