@@ -1,4 +1,5 @@
-"""raycrawl's CPU per page as a multiple of the bare loop's, on one test web, in one run, whole runs counted.
+"""raycrawl's CPU per page as a multiple of the bare loop's, on one test web, in one run: whole runs, and at the
+margin (the steady window of each run: what each additional page costs).
 
     python -m benchmarks.cpu_per_page [--rounds 2] [--hosts 40] [--pages 500] [--before DIR] [-- CRAWL FLAGS]
     python -m benchmarks.cpu_per_page --articles --also "--extract builtin:meta" --also "--extract builtin:article"
@@ -13,6 +14,11 @@ Every process of each command is counted from its start to its end (``benchmarks
 every 0.1 s; a process that ends is counted to its last sample; the bare loop reports its own CPU exactly): Ray's
 start-up, the crawl's checkpoints and its end are in it. Pages are what the test web's log saw (robots.txt
 excluded); pages/s is pages over the command's wall time.
+
+At the margin: each run's steady window, from 10 s after its first page request to 3 s before its last (by the
+web's log), the CPU every process spent in it (the samples' differences) over the pages requested in it: what an
+additional page costs once everything is up, which decides how many machines a large crawl needs. A 10-minute run
+is ``--pages 14000`` (raycrawl's ~950 pages/s on this machine).
 
 ``--also FLAGS`` (repeatable) runs ``raycrawl crawl`` again each round with those flags added, side by side (e.g. an
 extractor: issue 47); ``--articles`` serves the test web's articles (``raycrawl/testing/articles.py``, ~4-5 KB pages
@@ -38,6 +44,9 @@ from dataclasses import dataclass, field
 from benchmarks.cpu_use import NOT_ACTORS, CpuSampler
 from raycrawl.testing import TestWeb, WebSpec
 
+MARGIN_AFTER_FIRST = 10.0  # seconds after a run's first request before its steady window starts ...
+MARGIN_BEFORE_LAST = 3.0  # ... and before its last that the window ends
+
 
 @dataclass
 class Run:
@@ -47,9 +56,21 @@ class Run:
     cpu: float  # every process of the command
     roles: dict[str, float] = field(default_factory=dict)  # CPU seconds by role, from /proc samples
     output: str = ""
+    # At the margin: the steady window (MARGIN_AFTER_FIRST s after the run's first request to MARGIN_BEFORE_LAST s
+    # before its last), its pages (by the web's log), its seconds and its CPU by role
+    margin_pages: int = 0
+    margin_seconds: float = 0.0
+    margin_roles: dict[str, float] = field(default_factory=dict)
 
     def per_page(self, seconds: float) -> float:
         return 1000 * seconds / self.pages if self.pages else float("nan")
+
+    def per_page_at_margin(self, seconds: float) -> float:
+        return 1000 * seconds / self.margin_pages if self.margin_pages else float("nan")
+
+    @property
+    def margin_cpu(self) -> float:
+        return sum(self.margin_roles.values())
 
 
 def run_command(
@@ -62,9 +83,16 @@ def run_command(
     wall = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"{name} failed ({proc.returncode}):\n{out[-2000:]}\n{err[-4000:]}")
-    pages = sum(1 for r in web.requests() if r["ua"] == ua and r["path"] != "/robots.txt")
+    times = sorted(r["t"] for r in web.requests() if r["ua"] == ua and r["path"] != "/robots.txt")
     roles = sampler.by_role(steady=False)
-    return Run(name, pages, wall, sum(roles.values()), roles, out)
+    run = Run(name, len(times), wall, sum(roles.values()), roles, out)
+    if times:
+        start, end = times[0] + MARGIN_AFTER_FIRST, times[-1] - MARGIN_BEFORE_LAST
+        if end > start:
+            run.margin_pages = sum(1 for t in times if start <= t <= end)
+            run.margin_seconds = end - start
+            run.margin_roles = sampler.between(start, end)
+    return run
 
 
 def bare(web: TestWeb, round_: int) -> Run:
@@ -126,6 +154,28 @@ def table(floor: Run, runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
+def margin_table(floor: Run, runs: list[Run]) -> str:
+    """CPU per page in each run's steady window (the margin), by role, in ms and as a multiple of the loop's."""
+    base = floor.per_page_at_margin(floor.margin_cpu)
+    rate = floor.margin_pages / floor.margin_seconds if floor.margin_seconds else float("nan")
+    lines = [f"at the margin ({MARGIN_AFTER_FIRST:g} s after the first request to {MARGIN_BEFORE_LAST:g} s before the "
+             f"last): bare loop {floor.margin_pages} pages in {floor.margin_seconds:.1f} s = {rate:.0f} pages/s, "
+             f"{base:.3f} ms CPU/page"]  # fmt: skip
+    roles = sorted({role for run in runs for role in run.margin_roles},
+                   key=lambda r: -max(x.margin_roles.get(r, 0) for x in runs))  # fmt: skip
+    lines.append(f"  {'ms CPU per page (x loop)':<26}" + "".join(f"{run.name:>18}" for run in runs))
+    for role in [*roles, "every process"]:
+        cells = []
+        for run in runs:
+            seconds = run.margin_cpu if role == "every process" else run.margin_roles.get(role, 0.0)
+            ms = run.per_page_at_margin(seconds)
+            cells.append(f"{ms:8.3f} ({ms / base:5.2f}x)")
+        lines.append(f"  {role:<26}" + "".join(f"{c:>18}" for c in cells))
+    rates = [run.margin_pages / run.margin_seconds if run.margin_seconds else float("nan") for run in runs]
+    lines.append(f"  {'pages/s (x loop)':<26}" + "".join(f"{f'{r:.0f} ({r / rate:.2f}x)':>18}" for r in rates))
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
@@ -151,11 +201,15 @@ def main() -> None:
                 runs.append(raycrawl(web, i, [*args.extra, *flags.split()], tag=f"also{n}", name=flags.split()[-1]))
             one_page = raycrawl(web, i, [*args.extra, "--max-pages", "1"], tag="one-page")
             rounds.append((floor, runs))
-            print(f"round {i + 1}: " + table(floor, runs) + "\n" + fixed_costs(floor, one_page), flush=True)
+            print(f"round {i + 1}: " + table(floor, runs) + "\n" + margin_table(floor, runs), flush=True)
+            print(fixed_costs(floor, one_page), flush=True)
     for name in dict.fromkeys(run.name for _, runs in rounds for run in runs):
         ratios = [run.per_page(run.cpu) / floor.per_page(floor.cpu) for floor, runs in rounds for run in runs
                   if run.name == name]  # fmt: skip
         print(f"{name} / bare loop, CPU per page (whole runs): " + ", ".join(f"{r:.2f}" for r in ratios))
+        margins = [run.per_page_at_margin(run.margin_cpu) / floor.per_page_at_margin(floor.margin_cpu)
+                   for floor, runs in rounds for run in runs if run.name == name]  # fmt: skip
+        print(f"{name} / bare loop, CPU per page at the margin: " + ", ".join(f"{r:.2f}" for r in margins))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             rows = [[vars(run) | {"output": ""} for run in [floor, *runs]] for floor, runs in rounds]

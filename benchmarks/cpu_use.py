@@ -83,6 +83,7 @@ class CpuSampler:
         self.exclude = exclude or set()
         self.interval = interval
         self.processes: dict[int, Process] = {}
+        self.history: list[tuple[float, dict[int, float]]] = []  # (wall time, each process's CPU seconds then)
         self._marked = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="cpu-sampler")
@@ -123,9 +124,12 @@ class CpuSampler:
                 if ppid in ours and pid not in ours and pid not in self.exclude:
                     ours.add(pid)
                     grew = True
+        now: dict[int, float] = {}
+        self.history.append((time.time(), now))
         for pid in ours:
             if pid not in seen:
                 continue  # (the root has ended)
+            now[pid] = seen[pid][1]
             _, cpu, title = seen[pid]
             proc = self.processes.get(pid)
             if proc is None:
@@ -142,6 +146,22 @@ class CpuSampler:
         out: dict[str, float] = defaultdict(float)
         for proc in self.processes.values():
             out[proc.role(self.driver)] += self._used(proc, steady)
+        return dict(out)
+
+    def between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds by role spent from wall time ``start`` to ``end`` (each process: its CPU at the last sample
+        by ``end`` less that at the last sample by ``start``, or its start's if it was not there yet)."""
+        at_start: dict[int, float] = {}
+        at_end: dict[int, float] = {}
+        for when, cpus in self.history:
+            if when <= start:
+                at_start.update(cpus)
+            if when <= end:
+                at_end.update(cpus)
+        out: dict[str, float] = defaultdict(float)
+        for pid, cpu in at_end.items():
+            proc = self.processes[pid]
+            out[proc.role(self.driver)] += cpu - at_start.get(pid, proc.first)
         return dict(out)
 
     def busiest_actor(self) -> tuple[str, float]:

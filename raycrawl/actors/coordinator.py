@@ -38,7 +38,7 @@ from raycrawl.actors.capacity import ClusterCapacity
 from raycrawl.actors.coordinator_checkpoints import ROLLBACK_CAUSES, CheckpointsAndRollbacks
 from raycrawl.actors.crew import Crew
 from raycrawl.actors.dedup import DedupActor
-from raycrawl.actors.fetch_task import fetch_batch, warm_up
+from raycrawl.actors.fetch_task import warm_up
 from raycrawl.actors.frontier import FrontierShardActor
 from raycrawl.actors.metrics import CrawlMetrics
 from raycrawl.actors.output_cut import OutputParts
@@ -390,10 +390,15 @@ class Coordinator:
         home = self.capacity.home()  # (tasks packed on one node while it holds them: the others can go idle)
         if home is not None:
             options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(home, soft=True)
-        for batches in self.loop.to_launch():
-            refs = [b.ref for b in batches]
-            shared = [self._fetch_settings_ref, self.crew.handles]  # (in a list: resolved by the task, once)
-            task = fetch_batch.options(**options).remote(shared, self._sequence.next_epoch, *refs)
+        tasks = self.loop.to_launch()
+        if not tasks:
+            return
+        shared = [self._fetch_settings_ref, self.crew.handles]  # (in a list: resolved by the task, once)
+        launched = self.crew.launch(tasks, options, shared, self._sequence.next_epoch)
+        if launched is None:
+            self.stats.events["fetch_launcher_lost"] += 1
+            return
+        for task, batches in zip(launched, tasks, strict=True):
             self.loop.launched(task, batches)
 
     def _wait(self, round_started: float) -> None:

@@ -21,7 +21,7 @@ from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.config import saved_settings
 from raycrawl.core.checkpoint_sequence import drain_seconds, rollback_pause
 from raycrawl.core.checkpoint_state import CheckpointState
-from raycrawl.core.crawl_loop import CrawlLoop
+from raycrawl.core.crawl_loop import CrawlLoop, StagedBatch
 from raycrawl.core.records import UrlEntry
 from raycrawl.core.stats import CrawlStats
 
@@ -193,17 +193,24 @@ class CheckpointsAndRollbacks:
 
     def pick_up(self) -> None:
         """This coordinator was made again by Ray (its process died). With its crew found alive and no checkpoint
-        cut half-made, the crawl goes on from the crew as it is: the leases out go back (the fetch tasks died with
-        the old process; their hosts' clocks count a request as made now), and the counters are the last
-        checkpoint's plus what each shard told since. Otherwise it goes back to the last checkpoint, as a roll-back
-        does. Either way the recovery is noted (kind, cause, seconds, pages fetched again at most)."""
+        cut half-made, the crawl goes on from the crew as it is: the fetch tasks its launcher still runs are waited
+        for, the other leases out go back (their hosts' clocks count a request as made now), and the counters are
+        the last checkpoint's plus what each shard told since. Otherwise it goes back to the last checkpoint, as a
+        roll-back does. Either way the recovery is noted (kind, cause, seconds, pages fetched again at most)."""
         c = self.c
         began = time.time()
         loaded = c._resumed
         committed = loaded.checkpoint_id if loaded is not None else None
         shards = c.crew.shards
         if c.adopted and not any(ray.get([s.pending_cut.remote(committed) for s in shards])):
-            taken = ray.get([s.take_over.remote("coordinator restarted") for s in shards])
+            # The fetch tasks still running (the crew's launcher submitted them) are waited for; the rest went back.
+            running: list[list[int]] = [[] for _ in shards]
+            for task, batches in c.crew.running_tasks():
+                c.loop.adopt(task, [StagedBatch(shard, batch_id, leases, began) for shard, batch_id, leases in batches])
+                for shard, batch_id, _ in batches:
+                    running[shard].append(batch_id)
+            reason = "coordinator restarted"
+            taken = ray.get([s.take_over.remote(reason, ids) for s, ids in zip(shards, running, strict=True)])
             stats = CrawlStats.from_dict(loaded.state.stats, began) if loaded else CrawlStats(started_at=0.0)
             for shard, (_, since, _) in enumerate(taken):
                 stats.add(since)

@@ -13,9 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 import ray
+from ray.exceptions import GetTimeoutError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from raycrawl.actors import crew_registry
+from raycrawl.actors.fetch_launcher import FetchLauncher, TaskSpec
 from raycrawl.actors.placement import ACTOR_LOST, ANSWER_TIMEOUT, ActorMaker, Placement, answering_nodes
+from raycrawl.core.crawl_loop import StagedBatch
 from raycrawl.core.host_actions import HostAction
 from raycrawl.core.outlinks import seed_links
 from raycrawl.core.records import Known, Link, UrlEntry
@@ -69,6 +73,10 @@ class Crew:
         # The handles fetch tasks take (shards for results, partitions for payload claims, render actors for pages
         # to render): put once, since pickling actor handles for every task costs; again when a partition is rebuilt.
         self.handles = ray.put((self.shards, self.partitions, self.renderers))
+        self.launcher_name = ""
+        self.launcher: Any = None  # submits the fetch tasks, so they outlive a coordinator (actors/fetch_launcher.py)
+        if found is None:
+            self._new_launcher()
 
     @classmethod
     def find(
@@ -88,6 +96,11 @@ class Crew:
         crew = cls(shard_class, dedup_class, setup, dedup, placement, renderers, found=found)
         crew.started_at = record.started_at
         crew.incarnations = list(record.incarnations) or crew.incarnations
+        launcher = crew_registry.find([record.launcher]) if record.launcher else None
+        if launcher is None:  # (gone with the coordinator's node: its tasks too)
+            crew._new_launcher()
+        else:
+            crew.launcher_name, crew.launcher = record.launcher, launcher[0]
         return crew
 
     def register(self, started_at: float | None = None) -> None:
@@ -95,8 +108,46 @@ class Crew:
         if started_at is not None:
             self.started_at = started_at
         shards = len(self.shards)
-        record = crew_registry.CrewRecord(self.names[:shards], self.names[shards:], self.started_at, self.incarnations)
+        names, started, launcher = self.names, self.started_at, self.launcher_name
+        record = crew_registry.CrewRecord(names[:shards], names[shards:], started, self.incarnations, launcher)
         crew_registry.save(self.setup.crawl_id, record)
+
+    def _new_launcher(self) -> None:
+        """A fetch launcher, on this (the coordinator's) node while it is alive."""
+        self.launcher_name = crew_registry.new_name(self.setup.crawl_id, "launcher")
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+        self.launcher = FetchLauncher.options(  # type: ignore[attr-defined]
+            name=self.launcher_name, namespace=crew_registry.CREW_NAMESPACE, lifetime="detached",
+            scheduling_strategy=here,
+        ).remote(self.setup.crawl_id)  # fmt: skip
+
+    def launch(
+        self, tasks: list[list[StagedBatch]], options: dict[str, Any], shared: list[Any], epoch: int
+    ) -> list[Any] | None:
+        """Submit fetch tasks (each of its lease batches) through the launcher; their references, or None when it
+        was lost: a new one is made, and these tasks' leases go back (they may have been submitted and gone with
+        it, as the tasks it ran did)."""
+        specs: list[TaskSpec] = [
+            (options, shared, epoch, [b.ref for b in batches], [(b.shard, b.batch_id, b.leases) for b in batches])
+            for batches in tasks
+        ]
+        try:
+            return [refs[0] for refs in ray.get(self.launcher.launch.remote(specs))]
+        except ACTOR_LOST:
+            self._new_launcher()
+            self.register()
+        lost: dict[int, list[int]] = {}
+        for b in (b for batches in tasks for b in batches):
+            lost.setdefault(b.shard, []).append(b.batch_id)
+        ray.get([self.shards[s].release_batches.remote(ids, "fetch launcher lost") for s, ids in lost.items()])
+        return None
+
+    def running_tasks(self) -> list[tuple[Any, list[tuple[int, int, int]]]]:
+        """The fetch tasks a coordinator that died left running, each with its batches (shard, batch id, leases)."""
+        try:
+            return [(refs[0], batches) for refs, batches in ray.get(self.launcher.running.remote(), timeout=30)]
+        except (*ACTOR_LOST, GetTimeoutError):
+            return []
 
     def _named(self, slot: int, role: str) -> dict[str, Any]:
         """A crew actor's options: detached, under a fresh name (kept in ``names[slot]``)."""
@@ -257,7 +308,7 @@ class Crew:
 
     def kill(self) -> None:
         """End the crew's actors (detached: nothing else would, but their watch for a coordinator gone)."""
-        for actor in [*self.shards, *self.partitions]:
+        for actor in [*self.shards, *self.partitions, *([self.launcher] if self.launcher is not None else [])]:
             ray.kill(actor)
 
 

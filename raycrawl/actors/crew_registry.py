@@ -33,6 +33,7 @@ class CrewRecord:
     partitions: list[str]  # the seen-set partitions', in partition order
     started_at: float  # when the crawl started (its time limit counts from there across restarts)
     incarnations: list[int] = field(default_factory=list)  # each shard's (rebuilt alone: one more); [] = all 0
+    launcher: str = ""  # the fetch launcher's name (actors/fetch_launcher.py)
 
 
 def _key(crawl_id: str) -> str:
@@ -96,7 +97,7 @@ def watch_owner(owner: str, on_orphaned: Callable[[], None]) -> None:
 
 def kill(record: CrewRecord) -> None:
     """End whatever of a recorded crew is still running (a restarted coordinator that makes its crew anew)."""
-    for name in [*record.shards, *record.partitions]:
+    for name in [*record.shards, *record.partitions, *([record.launcher] if record.launcher else [])]:
         try:
             ray.kill(ray.get_actor(name, namespace=CREW_NAMESPACE))
         except ValueError:

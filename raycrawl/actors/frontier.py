@@ -184,11 +184,12 @@ class FrontierShardActor:
             return False
         return True
 
-    def take_over(self, reason: str) -> tuple[int, CrawlStats, float]:
-        """A restarted coordinator takes the crawl over: the leases out go back (the old coordinator's fetch tasks
-        died with it), and the counters this shard moved since the last checkpoint are what it adds to that
-        checkpoint's. Returns (leases taken back, those counters, when the last coordinator last asked)."""
-        return self._work.take_over(reason)
+    def take_over(self, reason: str, running: list[int] | None = None) -> tuple[int, CrawlStats, float]:
+        """A restarted coordinator takes the crawl over: the leases out go back but those of the ``running`` batches
+        (of fetch tasks the launcher still runs), and the counters this shard moved since the last checkpoint are
+        what it adds to that checkpoint's. Returns (leases taken back, those counters, when the last coordinator
+        last asked)."""
+        return self._work.take_over(reason, running or ())
 
     def snapshot(self) -> tuple[bytes, int]:
         """This shard at the cut, and the bytes it wrote to the crawl's storage for it: its stored queue as the

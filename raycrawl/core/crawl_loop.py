@@ -264,6 +264,10 @@ class CrawlLoop:
         self.staged = [b for b in self.staged if id(b) not in launched]
         return out
 
+    def adopt(self, key: Hashable, batches: list[StagedBatch]) -> None:
+        """A fetch task launched by a coordinator that died, still running: waited for as this one's own."""
+        self.tasks[key] = batches
+
     def launched(self, key: Hashable, batches: list[StagedBatch]) -> None:
         self.tasks[key] = batches
         self.stats.count_task(sum(b.leases for b in batches))

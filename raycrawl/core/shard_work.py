@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,12 +163,13 @@ class ShardWork:
         self._stats, self._latencies = CrawlStats(started_at=0.0), []
         return leases, summary
 
-    def take_over(self, reason: str) -> tuple[int, CrawlStats, float]:
-        """A new coordinator (the last one died): every lease out goes back -- its fetch tasks died with it -- and
-        what this shard counted for the crawl since the last checkpoint is told again. (Leases taken back, counts,
-        when the last coordinator last asked.)"""
+    def take_over(self, reason: str, running: Collection[int] = ()) -> tuple[int, CrawlStats, float]:
+        """A new coordinator (the last one died): every lease out goes back but those of the batches of fetch tasks
+        still ``running`` (the launcher's: the new coordinator waits for them) -- the others died -- and what this
+        shard counted for the crawl since the last checkpoint is told again. (Leases taken back, counts, when the
+        last coordinator last asked.)"""
         leased = self.frontier.leased
-        self.release_batches(list(self._batches), reason)
+        self.release_batches([b for b in self._batches if b not in running], reason)
         return leased - self.frontier.leased, self._since_cut, self.last_round_at
 
     def checkpointed(self) -> None:

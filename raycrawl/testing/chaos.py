@@ -1,7 +1,7 @@
 """A chaos run (issue 50): a continuous crawl (``--revisit``) of the test web while a chaos thread SIGKILLs a random
 raycrawl process every few seconds -- the coordinator, a frontier shard, a seen-set partition, a fetch worker, a
-render actor (one host's pages are rendered) -- then the crawl is stopped and judged by the server's log and the
-committed output:
+render actor (one host's pages are rendered), the fetch launcher -- then the crawl is stopped and judged by the
+server's log and the committed output:
 
 - **lost**: reachable URLs with no fetched record (must be 0);
 - **written twice**: URLs with more records (or WARC responses) than the server saw requests for them -- a visit
@@ -36,6 +36,7 @@ TITLES = {
     "partition": "ray::DedupActor",
     "fetch worker": "ray::fetch_batch",
     "render actor": "ray::RenderActor",
+    "fetch launcher": "ray::FetchLauncher",
 }
 
 

@@ -233,7 +233,8 @@ def test_losing_the_node_of_a_shard_or_a_partition_loses_nothing_and_doubles_not
 ) -> None:
     """Issue 28's run: 5 light hosts to the S3 server, a worker node killed mid-crawl (as a spot instance goes).
     Killed with a shard: the shard is rebuilt alone (or the crawl rolls back to its last checkpoint, when the node
-    held output of the interval); with a seen-set partition (and no shard): the partition is rebuilt. Either way the actors made again go to nodes that are alive, and the crawl ends well."""
+    held output of the interval); with a seen-set partition (and no shard): the partition is rebuilt. Either way the
+    actors made again go to nodes that are alive, and the crawl ends well."""
     head, nodes = cluster
     counts = (
         ["--shards", "2", "--dedup-partitions", "1"]
