@@ -29,6 +29,7 @@ ACTOR_NAMES = {
     "CoordinatorActor": "coordinator",
     "FrontierShardActor": "shard",
     "DedupActor": "dedup",
+    "FetchLauncher": "fetch launcher",
 }
 
 
@@ -51,7 +52,12 @@ class Process:
     def role(self, driver: int) -> str:
         if self.pid == driver:
             return "driver"
-        names = {t.split()[0].removeprefix("ray::").split(".")[0] for t in self.titles if t.startswith("ray::")}
+        # (a named actor's title is its name, then ":" and its class)
+        names = {
+            t.split()[0].removeprefix("ray::").split(".")[0].rsplit(":", 1)[-1]
+            for t in self.titles
+            if t.startswith("ray::")
+        }
         names.discard("IDLE")
         for name in names:
             if name in ACTOR_NAMES:
