@@ -231,8 +231,8 @@ class Crew:
     def rebuild_shards(self, lost: list[int], checkpoint: list[bytes] | None, scope_hosts: list[str]) -> bool:
         """New actors for the ``lost`` shards, each restored from the last checkpoint's part (None: none yet) and
         given what was sent or told it since, and what it took as new since to find again; the other shards are
-        untouched. False, before anything is made, when one of the lost shards' payload captures since the
-        checkpoint is named by a revisit record (the crawl must go back whole)."""
+        untouched. False when it cannot be exact (the crawl must go back whole): one of the lost shards' payload
+        captures since the checkpoint is named by a revisit record, or the logs since it outgrew their bounds."""
         for s in lost:
             self.incarnations[s] += 1
         shards = len(self.shards)
@@ -253,6 +253,8 @@ class Crew:
         handovers = ray.get(
             [self.shards[i].hand_over.remote(s, self.incarnations[s], self.shards[s]) for s in lost for i in live]
         )
+        if not all(h.complete for h in handovers):  # (logs past their bound: the crawl goes back whole)
+            return False
         calls = []
         for k, s in enumerate(lost):
             marks = {p: answers[k * len(self.partitions) + p][0] for p in range(len(self.partitions))}

@@ -31,6 +31,11 @@ class PartitionShare:
     entries: list[UrlEntry]
 
 
+# URLs a shard keeps, sent and got, between two checkpoints for a lost peer's rebuild (~300 B each); past it (a crawl
+# with rare checkpoints) the logs stop and a lost shard rolls the crawl back instead
+SINCE_CUT_BOUND = 500_000
+
+
 class LinkRouter:
     def __init__(self, shard_id: int, shards: int, partitions: int) -> None:
         self.shard_id = shard_id
@@ -45,6 +50,8 @@ class LinkRouter:
         # other shard (sent to its successor again) and received from each (the lost one's marks that arrived)
         self._sent_since: dict[int, list[UrlEntry]] = {}
         self._got_since: dict[int, list[str]] = {}
+        self._since_kept = 0  # URLs in both
+        self.since_complete = True  # False: past SINCE_CUT_BOUND, the logs stopped until the next checkpoint
         self.incarnation = 0  # this shard's: 0, and one more each time it is rebuilt
         self.peer_incarnations = [0] * shards  # URLs from an older incarnation of a shard (late, dead) are dropped
         # Fingerprints this shard's lost predecessor took as new since the checkpoint it was rebuilt from, whose
@@ -117,6 +124,7 @@ class LinkRouter:
         """A committed checkpoint holds every partition and shard now: the logs start again."""
         self._log = [[] for _ in range(self.partitions)]
         self._sent_since, self._got_since = {}, {}
+        self._since_kept, self.since_complete = 0, True
 
     # --- to the owners -------------------------------------------------------------------------------
 
@@ -130,16 +138,24 @@ class LinkRouter:
             out.setdefault(shard_for(host_key(entry.url), self.shards), []).append(entry)
         for owner, batch in out.items():
             self.sent[owner] += 1
-            if owner != self.shard_id:
+            if owner != self.shard_id and self._keep(len(batch)):
                 self._sent_since.setdefault(owner, []).extend(batch)
         return out
+
+    def _keep(self, urls: int) -> bool:
+        """Whether ``urls`` more fit in the logs since the checkpoint (once they do not, no more are kept)."""
+        if self.since_complete and self._since_kept + urls > SINCE_CUT_BOUND:
+            self.since_complete = False
+            self._sent_since, self._got_since = {}, {}
+        self._since_kept += urls
+        return self.since_complete
 
     def got(self, sender: int, entries: Sequence[UrlEntry], incarnation: int = 0) -> bool:
         """A batch of URLs from ``sender`` (of its ``incarnation``); False: from a sender since rebuilt, dropped."""
         if incarnation < self.peer_incarnations[sender]:
             return False
         self.received[sender] += 1
-        if sender != self.shard_id:
+        if sender != self.shard_id and self._keep(len(entries)):
             self._got_since.setdefault(sender, []).extend(entry.url for entry in entries)
         return True
 
@@ -155,6 +171,7 @@ class LinkRouter:
             [fingerprint(url) for url in self._got_since.get(lost, [])],
             self.sent[lost],
             self.received[lost],
+            self.since_complete,
         )
 
     def succeed(self, handovers: Sequence[Handover], marks: Mapping[int, Sequence[int]], incarnation: int) -> None:
@@ -180,6 +197,7 @@ class Handover:
     got_fingerprints: list[int]  # the fingerprints of the URLs it got from the lost one since
     sent_to_lost: int  # batches it had sent the lost one ...
     got_from_lost: int  # ... and got from it
+    complete: bool = True  # False: its logs since the checkpoint outgrew their bound (SINCE_CUT_BOUND)
 
 
 def all_delivered(sent: Sequence[Sequence[int]], received: Sequence[Sequence[int]]) -> bool:

@@ -26,6 +26,9 @@ Clock = Callable[[], float]
 
 
 UNBOUNDED_TTL = 100 * 365 * 86400.0  # (marks saved with an expiry, restored by a crawl without one: kept)
+# New marks kept between two checkpoints, by the shard that made them, for a lost shard's rebuild (8 bytes each);
+# past it (a crawl with rare checkpoints) they stop and a lost shard rolls the crawl back instead
+SINCE_CUT_MARKS = 4_000_000
 
 
 class SeenPartition:
@@ -39,6 +42,7 @@ class SeenPartition:
         # The marks each shard made since the last committed checkpoint (a shard that is lost is rebuilt from that
         # checkpoint: these are the URLs it had taken as new since, core/link_routing.py ``reclaim``)
         self._since: dict[int, array[int]] = {}
+        self._since_kept: int | None = 0  # marks in it; None: past SINCE_CUT_MARKS, none kept until the next checkpoint
         self._incarnations: dict[int, int] = {}  # each rebuilt shard's incarnation: an older one's asks mark nothing
 
     def _inner(self) -> SeenSet:
@@ -60,22 +64,29 @@ class SeenPartition:
         if asker is not None and incarnation < self._incarnations.get(asker, 0):
             return bytes(len(fps))
         answer = bytes(self.seen.add_new(fps))
-        if asker is not None:
-            self._since.setdefault(asker, array("Q")).extend(itertools.compress(fps, answer))
+        if asker is not None and self._since_kept is not None:
+            marks = self._since.setdefault(asker, array("Q"))
+            before = len(marks)
+            marks.extend(itertools.compress(fps, answer))
+            self._since_kept += len(marks) - before
+            if self._since_kept > SINCE_CUT_MARKS:
+                self._since, self._since_kept = {}, None
         return answer
 
     def lost_shard(self, shard: int, shards: int, incarnation: int) -> tuple[bytes, bool]:
         """Shard ``shard`` (of ``shards``) was lost, and is rebuilt as ``incarnation``: the marks it made since the
-        last checkpoint, in all its incarnations (packed), and whether the captures its URLs set since could be
-        undone (core/captures.py ``lost``)."""
+        last checkpoint, in all its incarnations (packed), and whether it can be rebuilt alone -- the marks were all
+        kept, and the captures its URLs set since could be undone (core/captures.py ``lost``)."""
         self._incarnations[shard] = max(incarnation, self._incarnations.get(shard, 0))
         marks = self._since.get(shard, array("Q"))
+        if self._since_kept is None:
+            return b"", False
         undone = self.captures.lost(lambda url: shard_for(host_key(url), shards) == shard)
         return marks.tobytes(), undone
 
     def checkpointed(self) -> None:
         """A checkpoint committed: it holds every mark and capture so far."""
-        self._since = {}
+        self._since, self._since_kept = {}, 0
         self.captures.checkpointed()
 
     def touch(self, packed: bytes) -> None:
@@ -107,7 +118,7 @@ class SeenPartition:
 
     def restore(self, whole: bytes | None, changes: list[bytes] = []) -> None:  # noqa: B006 (never mutated)
         """The state ``whole`` (None: empty) and ``changes`` made after it, in order."""
-        self._since = {}
+        self._since, self._since_kept = {}, 0
         if whole is None:
             self.seen, self.captures = self._empty(), CaptureRegistry()
         else:

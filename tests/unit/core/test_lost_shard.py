@@ -6,9 +6,11 @@ it alone. Nothing lost, nothing queued twice, the batch counts agree."""
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 from test_shard_work import page_result, url_of_shard, work
 
+from raycrawl.core import link_routing, seen_partition
 from raycrawl.core.captures import Capture
 from raycrawl.core.entry_lines import decode
 from raycrawl.core.link_routing import PartitionShare, all_delivered
@@ -149,3 +151,25 @@ def test_a_lost_shards_counts_since_the_checkpoint_are_taken_back() -> None:
     since.bytes = 300
     total.take_back(since)
     assert total.outcomes == {"fetched": 6} and total.bytes == 700
+
+
+def test_logs_past_their_bound_say_a_lost_shard_cannot_be_rebuilt_alone(monkeypatch: Any) -> None:
+    """A crawl with rare checkpoints: the logs since the last one stop at their bound (memory stays bounded), and say
+    so -- a lost shard then rolls the crawl back -- until the next checkpoint starts them again."""
+    monkeypatch.setattr(link_routing, "SINCE_CUT_BOUND", 3)
+    monkeypatch.setattr(seen_partition, "SINCE_CUT_MARKS", 3)
+    w0, _, _ = work(0)
+    entries = [UrlEntry(url_of_shard(1, path=f"/{i}"), 1) for i in range(4)]
+    w0.router.by_owner(entries)
+    assert not w0.hand_over(1, 1).complete
+    w0.checkpointed()
+    w0.router.by_owner(entries[:2])
+    handover = w0.hand_over(1, 2)
+    assert handover.complete and [e.url for e in handover.sent] == [e.url for e in entries[:2]]
+    part = SeenPartition("exact", 1000, 0.01)
+    part.add_new(array("Q", [1, 2, 3, 4]).tobytes(), 1)
+    assert part.lost_shard(1, 2, 1) == (b"", False)
+    part.checkpointed()
+    part.add_new(array("Q", [5]).tobytes(), 1, 1)  # (its successor's)
+    marks, exact = part.lost_shard(1, 2, 2)
+    assert exact and list(array("Q", marks)) == [5]
