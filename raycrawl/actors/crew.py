@@ -55,6 +55,8 @@ class Crew:
         # What the coordinator told each shard since the last checkpoint (seeds, URLs queued again, operator
         # actions): a shard rebuilt alone from that checkpoint is told again
         self._told: list[list[tuple[str, tuple[Any, ...]]]] = [[] for _ in range(setup.shards)]
+        self._told_whole = found is None  # (a crew found by a restarted coordinator: what the last one told is not
+        # known until the next checkpoint -- a shard lost meanwhile rolls the crawl back)
         self.started_at = 0.0  # when the crawl started (kept in the crew's record, register())
         # The actors' names (crew_registry.py: detached actors the coordinator finds again after a restart)
         self.names: list[str] = [""] * (setup.shards + setup.partitions)
@@ -232,7 +234,10 @@ class Crew:
         """New actors for the ``lost`` shards, each restored from the last checkpoint's part (None: none yet) and
         given what was sent or told it since, and what it took as new since to find again; the other shards are
         untouched. False when it cannot be exact (the crawl must go back whole): one of the lost shards' payload
-        captures since the checkpoint is named by a revisit record, or the logs since it outgrew their bounds."""
+        captures since the checkpoint is named by a revisit record, the logs since it outgrew their bounds, or a
+        coordinator that died since told the shards what this one does not know."""
+        if not self._told_whole:
+            return False
         for s in lost:
             self.incarnations[s] += 1
         shards = len(self.shards)
@@ -296,7 +301,7 @@ class Crew:
 
     def checkpointed(self) -> None:
         """The checkpoint committed: files in the crawl's storage that only older ones named go."""
-        self._told = [[] for _ in self.shards]
+        self._told, self._told_whole = [[] for _ in self.shards], True
         ray.get([a.checkpointed.remote() for a in [*self.shards, *self.partitions]])
 
     def close(self) -> None:
