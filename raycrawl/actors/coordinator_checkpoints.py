@@ -143,8 +143,8 @@ class CheckpointsAndRollbacks:
         return True
 
     def _drain(self, holding: Callable[[int], bool] = lambda shard: True) -> None:
-        """Wait (bounded) for the fetch tasks under way that hold leases of the shards ``holding`` picks, so no
-        request of theirs lands after a restore."""
+        """Wait (bounded) for the fetch tasks under way that hold leases of the shards ``holding`` picks (by default
+        all), so no request of theirs lands after a restore; the other shards take back a failed task's leases."""
         deadline = time.monotonic() + drain_seconds(self.c.cfg.timeout)
         while time.monotonic() < deadline:
             tasks = [t for t, batches in self.c.loop.tasks.items() if any(holding(b.shard) for b in batches)]
@@ -160,13 +160,7 @@ class CheckpointsAndRollbacks:
         self.cutting = False
         self.c.stats.events["rollbacks"] += 1
         rollbacks = self.c.stats.events["rollbacks"]
-        # Let fetches under way end first, so no old request lands after the restore.
-        deadline = time.monotonic() + drain_seconds(self.c.cfg.timeout)
-        while self.c.loop.tasks and time.monotonic() < deadline:
-            tasks = list(self.c.loop.tasks)
-            ready, _ = ray.wait(tasks, num_returns=len(tasks), timeout=0.5)
-            for task in ready:
-                self.c.loop.task_ended(task)
+        self._drain()  # (fetches under way end first, so no old request lands after the restore)
         self._back_to_checkpoint(rollbacks)
         why = "a node lost with output" if isinstance(cause, OutputLost) else "a shard lost"
         self.note("rolled back to the last checkpoint", f"{why} ({type(cause).__name__})", began)
