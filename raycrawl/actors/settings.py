@@ -123,7 +123,7 @@ def warcinfo_fields(cfg: CrawlConfig, crawl_id: str) -> tuple[tuple[str, str], .
         f"per_host_concurrency={cfg.per_host_concurrency}"
     )
     fields = [
-        ("software", f"raycrawl/{__version__} (aiohttp, FastWARC)"),
+        ("software", f"raycrawl/{__version__} (aiohttp)"),
         ("format", "WARC File Format 1.1"),
         ("conformsTo", "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"),
         ("isPartOf", crawl_id),

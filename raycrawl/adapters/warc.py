@@ -1,4 +1,4 @@
-"""WARC output: a request and a response record for every fetch (built by FastWARC), gzip per record (ISA-L).
+"""WARC output: a request and a response record for every fetch, gzip per record (ISA-L).
 
 Each worker process appends to its own buffer file on its own node's disk (``buffer_dir``), so fetch tasks
 write bodies where they are instead of shipping them through the coordinator; at each checkpoint cut the
@@ -7,23 +7,26 @@ carry the checkpoint epoch they belong to (``raycrawl-e000003-...``) and are kep
 The body stored is the decoded one (what was parsed and hashed); Content-Encoding and Transfer-Encoding
 are removed from the stored headers to match it. Status line and headers are stored as the server sent them,
 bytes that are not UTF-8 included (``HttpStatus``).
+
+Records are formatted here (``record_bytes``: WARC 1.1 section 4, a version line, named fields, the block) rather than
+built as FastWARC record objects: the format is a few lines of fields, and FastWARC's objects cost ~50 of the ~75 us
+a page's two records took (benchmarks/README.md, issue 51). FastWARC still reads them (adapters/warc_read.py), and
+warcio and an archive indexer read them in the tests.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
-import io
 import os
 import socket
 import tempfile
 import time
-import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fastwarc.warc import WarcRecord, WarcRecordType
 from isal import isal_zlib
 
 from raycrawl.core.decoding import TRANSFER_HEADERS
@@ -36,7 +39,6 @@ from raycrawl.core.urls import path_of
 # a 185 KB page that compresses 150x, 29 us against zlib's 615 us, for 1.4x the bytes.
 GZIP_LEVEL = 2
 GZIP_WBITS = 31  # (16 + 15: a gzip header and trailer around the deflate stream)
-_EMPTY_SHA1 = hashlib.sha1(b"").digest()
 
 
 def gzip_member(data: bytes) -> bytes:
@@ -97,22 +99,38 @@ WARC_VERSION = "1.1"  # sub-second WARC-Date, and the 1.1 revisit profiles (warc
 
 
 def _new_record_id() -> str:
-    return f"<urn:uuid:{uuid.uuid4()}>"
+    """A random (version 4) UUID's URN: uuid.uuid4() and its str() cost twice as much, twice a page."""
+    h = os.urandom(16).hex()
+    return f"<urn:uuid:{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}>"
 
 
-def _record(kind: WarcRecordType, record_id: str, date: str, content_type: str) -> WarcRecord:
-    record = WarcRecord()
-    record.init_headers(kind, record_id[5:-1].encode())  # (FastWARC takes the id without "<urn:" and ">")
-    record.headers["WARC-Date"] = date
-    record.headers["Content-Type"] = content_type
-    return record
+_VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}  # (RFC 9562: the variant's two bits are 10)
 
 
-def _serialised(record: WarcRecord, payload_digest: bytes | None) -> bytes:
-    """The record's bytes, with its block digest and (given) its payload digest."""
-    out = io.BytesIO()
-    record.write(out, checksum_data=True, payload_digest=payload_digest)
-    return out.getvalue()
+def sha1_label(data: bytes) -> str:
+    """A WARC digest of ``data``: ``sha1:`` and its base32 (as warcio and FastWARC write them)."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+_EMPTY_SHA1 = sha1_label(b"")
+_NO_LINE_BREAKS = str.maketrans({"\r": "%0D", "\n": "%0A"})
+
+
+def record_bytes(
+    kind: str, fields: Iterable[tuple[str, str]], block: bytes, payload_digest: str | None = None
+) -> bytes:
+    """One WARC 1.1 record: ``WARC-Type`` ``kind``, the ``fields`` in order (WARC-Record-ID and WARC-Date among
+    them), Content-Length and WARC-Block-Digest of ``block`` (and ``payload_digest``, a ``sha1_label``), the block.
+    A field value cannot break a line: a CR or LF in one (none of ours has any) is percent-encoded."""
+    lines = [f"WARC/{WARC_VERSION}\r\nWARC-Type: {kind}\r\n"]
+    for name, value in fields:
+        if "\r" in value or "\n" in value:
+            value = value.translate(_NO_LINE_BREAKS)
+        lines.append(f"{name}: {value}\r\n")
+    if payload_digest is not None:
+        lines.append(f"WARC-Payload-Digest: {payload_digest}\r\n")
+    lines.append(f"WARC-Block-Digest: {sha1_label(block)}\r\nContent-Length: {len(block)}\r\n\r\n")
+    return "".join(lines).encode("utf-8", "surrogateescape") + block + b"\r\n\r\n"
 
 
 class WarcSink:
@@ -126,11 +144,11 @@ class WarcSink:
         self.path = Path(directory) / name
         self._file = self.path.open("ab")
         fields = info or {"software": "raycrawl"}
-        warcinfo = _record(WarcRecordType.warcinfo, _new_record_id(), warc_date(time.time()), "application/warc-fields")
-        warcinfo.headers["WARC-Filename"] = name
-        warcinfo.set_bytes_content("".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode())
-        self._warcinfo_id = warcinfo.headers["WARC-Record-ID"]
-        self._file.write(gzip_member(_serialised(warcinfo, None)))
+        self._warcinfo_id = _new_record_id()
+        content = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode()
+        head = [("WARC-Record-ID", self._warcinfo_id), ("WARC-Date", warc_date(time.time())), ("WARC-Filename", name),
+                ("Content-Type", "application/warc-fields")]  # fmt: skip
+        self._file.write(gzip_member(record_bytes("warcinfo", head, content)))
         self._file.flush()
         self.head = self._file.tell()  # the warcinfo record's end: every part made of this file starts with it
 
@@ -153,39 +171,31 @@ class WarcSink:
         the proxy that carried the exchange, redacted (a ``WARC-Proxy`` field of the response: WARC 1.1 allows
         fields of one's own, section 4).
         Built in memory first and appended whole: a failure while building (the fetcher's fault boundary turns
-        it into the URL's error record) leaves no half record.
-
-        FastWARC builds the records and their digests (WARC-Block-Digest, and the payload's, sha1 as warcio wrote
-        them): with warcio this took ~0.23 ms a page, most of a fetch worker's work after the fetch itself."""
+        it into the URL's error record) leaves no half record."""
         date = warc_date(time.time() if at is None else at)
         response_id = record_id or _new_record_id()
         block = status.block(len(body))
-        if revisit is None:
-            response = _record(WarcRecordType.response, response_id, date, "application/http; msgtype=response")
-            response.set_bytes_content(block + body)
-            payload_digest: bytes | None = hashlib.sha1(body).digest()
-        else:
-            response = _record(WarcRecordType.revisit, response_id, date, "application/http; msgtype=response")
-            for name, value in revisit.warc_headers().items():
-                response.headers[name] = value
-            response.set_bytes_content(block)  # (the headers only: the payload is the earlier capture's)
-            payload_digest = None
-        headers = response.headers
-        headers["WARC-Target-URI"] = url
-        headers["WARC-Warcinfo-ID"] = self._warcinfo_id
+        fields = [("WARC-Record-ID", response_id), ("WARC-Date", date), ("WARC-Target-URI", url),
+                  ("WARC-Warcinfo-ID", self._warcinfo_id)]  # fmt: skip
         if ip:
-            headers["WARC-IP-Address"] = ip
+            fields.append(("WARC-IP-Address", ip))
         if truncated:
-            headers["WARC-Truncated"] = "length"  # WARC 1.1 section 5.13
+            fields.append(("WARC-Truncated", "length"))  # WARC 1.1 section 5.13
         if proxy:
-            headers["WARC-Proxy"] = proxy
-        request = _record(WarcRecordType.request, _new_record_id(), date, "application/http; msgtype=request")
-        request.headers["WARC-Target-URI"] = url
-        request.headers["WARC-Warcinfo-ID"] = self._warcinfo_id
-        request.headers["WARC-Concurrent-To"] = response_id
+            fields.append(("WARC-Proxy", proxy))
+        fields.append(("Content-Type", "application/http; msgtype=response"))
+        if revisit is None:
+            response = record_bytes("response", fields, block + body, sha1_label(body))
+        else:  # (the headers only: the payload is the earlier capture's)
+            response = record_bytes("revisit", [*fields, *revisit.warc_headers().items()], block)
+        request_fields = [("WARC-Record-ID", _new_record_id()), ("WARC-Date", date), ("WARC-Target-URI", url),
+                          ("WARC-Warcinfo-ID", self._warcinfo_id), ("WARC-Concurrent-To", response_id),
+                          ("Content-Type", "application/http; msgtype=request")]  # fmt: skip
         lines = [f"GET {path_of(url)} HTTP/1.1", *(f"{k}: {v}" for k, v in request_headers)]
-        request.set_bytes_content(("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogateescape"))
-        written = gzip_member(_serialised(response, payload_digest)) + gzip_member(_serialised(request, _EMPTY_SHA1))
+        request_block = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogateescape")
+        written = gzip_member(response) + gzip_member(
+            record_bytes("request", request_fields, request_block, _EMPTY_SHA1)
+        )
         start = self._file.tell()
         self._file.write(written)
         return WrittenRecord(start, start + len(written), response_id, date)
@@ -193,12 +203,10 @@ class WarcSink:
     def write_conversion(self, url: str, content: bytes, content_type: str, refers_to: str) -> int:
         """Append a ``conversion`` record (WARC 1.1 section 6.8) of the response ``refers_to`` names -- a rendered
         page's DOM, or its screenshot -- and return the file's end after it (the fetch's records end there)."""
-        record = _record(WarcRecordType.conversion, _new_record_id(), warc_date(time.time()), content_type)
-        record.headers["WARC-Target-URI"] = url
-        record.headers["WARC-Warcinfo-ID"] = self._warcinfo_id
-        record.headers["WARC-Refers-To"] = refers_to
-        record.set_bytes_content(content)
-        self._file.write(gzip_member(_serialised(record, None)))
+        fields = [("WARC-Record-ID", _new_record_id()), ("WARC-Date", warc_date(time.time())),
+                  ("WARC-Target-URI", url), ("WARC-Warcinfo-ID", self._warcinfo_id), ("WARC-Refers-To", refers_to),
+                  ("Content-Type", content_type)]  # fmt: skip
+        self._file.write(gzip_member(record_bytes("conversion", fields, content)))
         return self._file.tell()
 
     def flush(self) -> None:

@@ -49,7 +49,7 @@ def test_each_record_is_its_own_gzip_member_and_reads_back(tmp_path: Path) -> No
         records = [
             (r.rec_type, r.rec_headers.get_header("WARC-Target-URI"), r.rec_headers.get_header("WARC-Truncated"),
              r.content_stream().read())
-            for r in ArchiveIterator(f)
+            for r in ArchiveIterator(f, check_digests="raise")  # (every block and payload digest checked)
         ]  # fmt: skip
     responses = [(uri, truncated, body) for kind, uri, truncated, body in records if kind == "response"]
     assert responses == [(f"http://a.test/p/{i}", None, body) for i, body in enumerate(bodies)] + [
@@ -80,3 +80,16 @@ def test_the_status_line_and_headers_are_stored_as_the_server_sent_them(tmp_path
             if r.rec_type == "response"
         ]
     assert responses == [("200", b"hello")]
+
+
+def test_a_line_break_in_a_field_value_cannot_start_a_field_of_its_own(tmp_path: Path) -> None:
+    sink = WarcSink(str(tmp_path))
+    sink.write(
+        "http://a.test/p", [("Host", "a.test")], HttpStatus(200, b"OK", []), b"x", proxy="http://p\r\nWARC-Type: x"
+    )
+    sink.close()
+    (path,) = tmp_path.glob("*.warc.gz")
+    with path.open("rb") as f:
+        (response,) = [r for r in ArchiveIterator(f, check_digests="raise") if r.rec_type == "response"]
+        assert response.rec_headers.get_header("WARC-Proxy") == "http://p%0D%0AWARC-Type: x"
+        assert response.rec_headers.get_header("WARC-Type") == "response"
