@@ -26,16 +26,10 @@ from raycrawl.actors.render import RenderCaller
 from raycrawl.adapters.fetcher import Fetcher, fetcher_for
 from raycrawl.core.captures import Capture, split_claims
 from raycrawl.core.fetch_settings import FetchSettings
-from raycrawl.core.records import FetchResult, Lease
+from raycrawl.core.records import Lease
+from raycrawl.core.settle_timing import SETTLE_SOONEST, Waiting
 
 NODE_ID_CHARS = 12
-# A result waits for others to its shard before it is sent: one call then carries them all, and a Ray call costs
-# its two ends ~0.3-0.5 ms of CPU whatever it carries (benchmarks/README.md, issue 51). How long it may wait is
-# its host's to say (``settle_within``); a send goes when the first waiting result's time is up, or when
-# SETTLE_BATCH wait.
-SETTLE_SOONEST = 0.02
-SETTLE_LATEST = 0.1
-SETTLE_BATCH = 256
 CLAIM_TIMEOUT = 30.0  # seconds a partition may take to answer a batch's payload claims (then: written whole)
 
 # What every task of a crawl shares -- its fetch settings and the actor handles (shards, partitions, renderers) --
@@ -69,51 +63,29 @@ def fetch_batch(shared: list[Any], epoch: int, *batches: list[Lease]) -> int:
     node = node_id[:NODE_ID_CHARS]
     leases = [lease for batch in batches for lease in batch]
     settling: list[Any] = []
-    waiting: dict[int, list[FetchResult]] = {}
-    held = 0  # results in waiting
-    due = float("inf")  # when they must go: the soonest of their settle_within
+    waiting = Waiting()  # (results go several a call, each within its host's time: core/settle_timing.py)
 
     def send() -> None:
-        nonlocal held, due
         if hold:
             _write_held(fetcher, partitions)
-        for group in waiting.values():
+        groups = waiting.take()
+        for group in groups.values():
             for result in group:
                 result.node = node
                 if result.warc is not None:
                     result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
                 if result.item is not None:
                     result.item.node = node_id  # (... and its items' lines)
-        settling.extend(shards[shard].settle.remote(group) for shard, group in waiting.items())
-        waiting.clear()
-        held, due = 0, float("inf")
+        settling.extend(shards[shard].settle.remote(group) for shard, group in groups.items())
 
     for results in fetcher.fetch_stream(leases, epoch, tick=SETTLE_SOONEST, node=node_id, hold_pages=hold):
         now = time.monotonic()
-        for result in results:
-            waiting.setdefault(result.lease.shard, []).append(result)
-            due = min(due, now + settle_within(result.lease))
-        held += len(results)
-        if held and (now >= due or held >= SETTLE_BATCH):
+        waiting.add(results, now)
+        if waiting.time_to_send(now):
             send()
     send()
     ray.get(settling)  # (a shard that died fails the task: the coordinator rolls the crawl back anyway)
     return len(leases)
-
-
-def settle_within(lease: Lease) -> float:
-    """How long a result may wait before it goes to its shard: what the host's next request waits anyway.
-
-    The shard leases the host again only once it has the answer, and that lease waits for the coordinator's round
-    and a task: a host with a delay gets its answer in within a quarter of it (between SETTLE_SOONEST and
-    SETTLE_LATEST), so its next slot is not missed; a robots.txt answer at once (the host's pages wait for it). A
-    host with no delay at all has no slot to keep -- such a crawl is bound by its CPU, which larger sends save --
-    so its answers wait up to SETTLE_LATEST."""
-    if lease.kind == "robots":
-        return SETTLE_SOONEST
-    if lease.gap <= 0:
-        return SETTLE_LATEST
-    return min(SETTLE_LATEST, max(SETTLE_SOONEST, lease.gap / 4))
 
 
 def _write_held(fetcher: Fetcher, partitions: list[Any]) -> None:
