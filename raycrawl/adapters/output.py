@@ -99,7 +99,7 @@ def _json_line(record: dict[str, Any]) -> bytes:
     issue 51); what it refuses (a lone surrogate, an integer past 64 bits) goes the slow way, cleaned."""
     try:
         return orjson.dumps(record, option=_LINE)
-    except (orjson.JSONEncodeError, TypeError):
+    except orjson.JSONEncodeError:  # (a TypeError: what it cannot or will not write)
         return (json.dumps(clean_value(record), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 

@@ -16,8 +16,6 @@ warcio and an archive indexer read them in the tests.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import socket
 import tempfile
@@ -30,7 +28,7 @@ from pathlib import Path
 from isal import isal_zlib
 
 from raycrawl.core.decoding import TRANSFER_HEADERS
-from raycrawl.core.revisits import Revisit
+from raycrawl.core.revisits import Revisit, payload_digest
 from raycrawl.core.urls import path_of
 
 # Every record is a gzip member of its own (what WARC readers expect), compressed by ISA-L at its level 2. Measured
@@ -107,29 +105,23 @@ def _new_record_id() -> str:
 _VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}  # (RFC 9562: the variant's two bits are 10)
 
 
-def sha1_label(data: bytes) -> str:
-    """A WARC digest of ``data``: ``sha1:`` and its base32 (as warcio and FastWARC write them)."""
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
-
-
-_EMPTY_SHA1 = sha1_label(b"")
+_EMPTY_SHA1 = payload_digest(b"")  # (a request record's: it has no payload)
 _NO_LINE_BREAKS = str.maketrans({"\r": "%0D", "\n": "%0A"})
 
 
-def record_bytes(
-    kind: str, fields: Iterable[tuple[str, str]], block: bytes, payload_digest: str | None = None
-) -> bytes:
+def record_bytes(kind: str, fields: Iterable[tuple[str, str]], block: bytes, payload: str | None = None) -> bytes:
     """One WARC 1.1 record: ``WARC-Type`` ``kind``, the ``fields`` in order (WARC-Record-ID and WARC-Date among
-    them), Content-Length and WARC-Block-Digest of ``block`` (and ``payload_digest``, a ``sha1_label``), the block.
+    them), Content-Length and WARC-Block-Digest of ``block`` (labelled as a payload's digest is:
+    ``core/revisits.payload_digest``), WARC-Payload-Digest ``payload`` (given), the block.
     A field value cannot break a line: a CR or LF in one (none of ours has any) is percent-encoded."""
     lines = [f"WARC/{WARC_VERSION}\r\nWARC-Type: {kind}\r\n"]
     for name, value in fields:
         if "\r" in value or "\n" in value:
             value = value.translate(_NO_LINE_BREAKS)
         lines.append(f"{name}: {value}\r\n")
-    if payload_digest is not None:
-        lines.append(f"WARC-Payload-Digest: {payload_digest}\r\n")
-    lines.append(f"WARC-Block-Digest: {sha1_label(block)}\r\nContent-Length: {len(block)}\r\n\r\n")
+    if payload is not None:
+        lines.append(f"WARC-Payload-Digest: {payload}\r\n")
+    lines.append(f"WARC-Block-Digest: {payload_digest(block)}\r\nContent-Length: {len(block)}\r\n\r\n")
     return "".join(lines).encode("utf-8", "surrogateescape") + block + b"\r\n\r\n"
 
 
@@ -185,7 +177,7 @@ class WarcSink:
             fields.append(("WARC-Proxy", proxy))
         fields.append(("Content-Type", "application/http; msgtype=response"))
         if revisit is None:
-            response = record_bytes("response", fields, block + body, sha1_label(body))
+            response = record_bytes("response", fields, block + body, payload_digest(body))
         else:  # (the headers only: the payload is the earlier capture's)
             response = record_bytes("revisit", [*fields, *revisit.warc_headers().items()], block)
         request_fields = [("WARC-Record-ID", _new_record_id()), ("WARC-Date", date), ("WARC-Target-URI", url),

@@ -37,7 +37,7 @@ LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first UR
 MAX_IDLE_WAIT = 0.25  # start a round at least this often (limits, operator commands, lease expiry)
 MAX_GATHER = 0.05  # while URLs are out, a round at least this often: an answered host is leased again soon
 # ... and at most this often: each round is a call to every shard, and theirs to the seen-set partitions and to
-# each other (0.025 before issue 51: half the rounds cost a third of the shards' and coordinator's CPU a page)
+# each other (0.025 before issue 51; with fewer settle calls, -20% CPU a page: benchmarks/README.md)
 MIN_ROUND = 0.05
 LAG_WINDOW = 60.0  # seconds over which the freshness lag counts how late revisits were sent
 
@@ -74,7 +74,6 @@ class ShardSummary:
 class LoopSettings:
     """What the loop's decisions depend on (the crawl's settings of these names: config/ takes these defaults)."""
 
-    delay: float  # the crawl's configured delay (DelayPolicy owns its default): it paces a round when nothing else does
     max_tasks_in_flight: int = 64  # a ceiling: tasks launch as demand and the cluster's CPUs allow (core/demand.py)
     fetch_batch_size: int = 128  # (a fetch task costs a process's Ray calls whatever it carries: benchmarks/README.md)
     lease_horizon: float = 0.3  # seconds ahead a lease may reach: a host due that soon is leased now
@@ -406,6 +405,6 @@ class CrawlLoop:
             latest = min(latest, min(b.earliest for b in self.staged) - LAUNCH_SLACK)
         if self.leased:
             # URLs are out: their hosts come due again from their answers, which only the shards see.
-            latest = min(latest, round_started + min(MAX_GATHER, max(MIN_ROUND, self.cfg.delay / 4)))
+            latest = min(latest, round_started + MAX_GATHER)
         earliest = round_started + MIN_ROUND
         return earliest, max(latest, earliest)

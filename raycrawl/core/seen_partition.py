@@ -78,9 +78,9 @@ class SeenPartition:
         last checkpoint, in all its incarnations (packed), and whether it can be rebuilt alone -- the marks were all
         kept, and the captures its URLs set since could be undone (core/captures.py ``lost``)."""
         self._incarnations[shard] = max(incarnation, self._incarnations.get(shard, 0))
-        marks = self._since.get(shard, array("Q"))
         if self._since_kept is None:
             return b"", False
+        marks = self._since.get(shard, array("Q"))
         undone = self.captures.lost(lambda url: shard_for(host_key(url), shards) == shard)
         return marks.tobytes(), undone
 

@@ -28,7 +28,7 @@ class FakeClock:
 
 def make(shards: int = 2, **kw: object) -> tuple[CrawlLoop, FakeClock]:
     clock = FakeClock()
-    cfg = LoopSettings(**({"delay": 1.0} | kw))  # type: ignore[arg-type]
+    cfg = LoopSettings(**kw)  # type: ignore[arg-type]
     return CrawlLoop(cfg, shards, clock=clock), clock
 
 
@@ -156,7 +156,7 @@ def test_counters_from_the_shards_add_up() -> None:
 
 
 def test_the_next_round_comes_soon_while_urls_are_out_and_before_a_host_is_due() -> None:
-    loop, clock = make(delay=0.4, lease_horizon=0.3)
+    loop, clock = make(lease_horizon=0.3)
     started = clock.now
     answer(loop, summary(next_due=clock.now + 2.0), summary())
     earliest, latest = loop.wake_at(started)

@@ -90,7 +90,7 @@ def test_the_backlog_count_stops_at_its_cap_and_skips_stale_entries() -> None:
 
 def test_the_cpus_the_cluster_holds_cap_launches_and_leases() -> None:
     assert task_capacity(2.0, 0.5, 64) == 4 and task_capacity(0.0, 0.5, 64) == 1 and task_capacity(100, 1, 8) == 8
-    loop = CrawlLoop(LoopSettings(delay=0.0, max_tasks_in_flight=64, fetch_batch_size=10), 8, clock=FakeClock())
+    loop = CrawlLoop(LoopSettings(max_tasks_in_flight=64, fetch_batch_size=10), 8, clock=FakeClock())
     loop.task_capacity = 3
     assert loop.task_ceiling == 3 and sum(loop.plan().quotas) == 30
     plan = loop.plan()
