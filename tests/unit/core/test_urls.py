@@ -197,3 +197,36 @@ def test_a_host_longer_than_a_dns_name_is_refused() -> None:
     assert canonicalize(f"http://{longest}./x") == f"http://{longest}/x"  # (the final dot is not counted)
     for host in (longest + "c", ".".join([label] * 8)):
         assert canonicalize(f"http://{host}/") is None
+
+
+# Links near the shape link_forms takes without parsing (core/urls.py ``_PLAIN_LINK``), and just past it: each
+# must get what the parse gives.
+_hosts = st.sampled_from(
+    ["example.com", "a.b-c.org", "127.0.0.2", "127.1", "0x7f.0.0.1", "1.2.3.4.5", "a..b", "example.com.", "-a.com",
+     "a_b.com", "Example.com", "x" * 64 + ".com", ".".join(["a" * 63] * 4), "09.1", "a", "xn--bcher-kva.de"]
+)  # fmt: skip
+_ports = st.sampled_from(["", ":80", ":443", ":8080", ":08080", ":65535", ":65536", ":99999", ":0", ":1"])
+_paths = st.text(alphabet=st.sampled_from("/aZ09-._~!$&'()*+,;=:@%?#é "), max_size=24)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(["http", "https", "HTTP", "ftp"]), _hosts, _ports, _paths)
+def test_links_taken_without_a_parse_get_what_the_parse_gives(scheme: str, host: str, port: str, path: str) -> None:
+    from raycrawl.core.urls import _parsed_link_forms, link_forms
+
+    for url in (f"{scheme}://{host}{port}{path}", f"{scheme}://{host}{port}/{path}"):
+        for spelling in (True, False):
+            assert link_forms(url, DEFAULT_TRACKING_PARAMS, spelling) == _parsed_link_forms(
+                url, DEFAULT_TRACKING_PARAMS, spelling
+            )
+
+
+def test_plain_links_are_their_own_canonical_form() -> None:
+    from raycrawl.core.urls import _already_canonical
+
+    assert _already_canonical("http://127.0.0.2:8080/page/7")
+    assert _already_canonical("https://example.com/a/b-c_d~e.html")
+    plain_but_not_canonical = ["http://example.com:80/", "http://Example.com/", "http://example.com/a/../b"]
+    not_plain = ["http://example.com", "http://example.com/?q=1", "http://example.com/#x", "http://example.com/%7e"]
+    for url in [*plain_but_not_canonical, *not_plain, "http://127.1/"]:
+        assert not _already_canonical(url)
