@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from raycrawl.errors import ConfigError, ServiceError
-from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG
+from raycrawl.ray_tuning import own_ray_system_config
 
 SINGLE_MACHINE_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
@@ -54,7 +54,7 @@ def ensure_ray(address: str | None) -> None:
             )
         # A Ray of our own: keep it on loopback (anyone who reaches Ray's ports can run code).
         options["_node_ip_address"] = "127.0.0.1"
-        options["_system_config"] = dict(RAY_SYSTEM_CONFIG)
+        options["_system_config"] = own_ray_system_config(os.environ)
     # Ray turns token authentication on for a new local cluster and says so on every run, as a WARNING: a line a
     # raycrawl user can do nothing about (it is the safe default). Only that logger, only while starting.
     auth_log = logging.getLogger("ray._private.authentication.authentication_token_setup")

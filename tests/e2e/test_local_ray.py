@@ -1,4 +1,5 @@
-"""The Ray a crawl starts for itself listens on loopback only: anyone who reaches Ray's ports can run code."""
+"""The Ray a crawl starts for itself listens on loopback only: anyone who reaches Ray's ports can run code. It
+collects no metrics."""
 
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ import ray
 ours = {os.getpid()} | {p.pid for p in psutil.Process().children(recursive=True)}
 addresses = sorted({c.laddr.ip for c in psutil.net_connections("tcp") if c.status == "LISTEN" and c.pid in ours})
 switch = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+from ray._private.state import state
+metrics = state.get_system_config().get("enable_metrics_collection", True)  # (the cluster's, from its GCS)
 ray.shutdown()
-print(json.dumps({"addresses": addresses, "switch": switch}))
+print(json.dumps({"addresses": addresses, "switch": switch, "metrics": metrics}))
 """
 
 
@@ -39,6 +42,7 @@ def test_the_ray_a_crawl_starts_for_itself_listens_on_loopback_only() -> None:
     assert seen["addresses"], seen  # (Ray's servers were found)
     assert set(seen["addresses"]) <= {"127.0.0.1", "::ffff:127.0.0.1"}, seen["addresses"]
     assert seen["switch"] is None  # put back: a later connection to a real cluster is not affected
+    assert seen["metrics"] is False  # (raycrawl/ray_tuning.py: no one scrapes it, and it cost 3% of the CPU a page)
 
 
 def test_a_crawl_beside_a_ray_start_cluster_says_how_to_use_it_and_crawls(tmp_path: Path) -> None:

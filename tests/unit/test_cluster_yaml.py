@@ -66,3 +66,12 @@ def test_cluster_resources_agree_with_what_tasks_and_actors_request() -> None:
     starts = config["head_start_ray_commands"] + config["worker_start_ray_commands"]
     for name, value in ray_start_environment().items():
         assert sum(f"{name}={value} ray start" in c for c in starts) == 2, name
+
+
+def test_a_ray_of_the_crawls_own_collects_metrics_only_when_asked() -> None:
+    from raycrawl.ray_tuning import RAY_SYSTEM_CONFIG, own_ray_system_config
+
+    assert own_ray_system_config({})["enable_metrics_collection"] is False
+    asked = own_ray_system_config({"RAY_enable_metrics_collection": "1"})
+    assert "enable_metrics_collection" not in asked and asked == RAY_SYSTEM_CONFIG  # (Ray reads the variable)
+    assert "enable_metrics_collection" not in RAY_SYSTEM_CONFIG  # a `ray start` cluster keeps Ray's default
