@@ -9,14 +9,13 @@ pages' claims and answers them (``held_claims``, ``write_held``).
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Sequence
 
 from raycrawl.adapters.exchange import Exchange
 from raycrawl.adapters.extraction import Extraction
 from raycrawl.adapters.fetch_errors import fault_result
 from raycrawl.adapters.items import ItemSink
-from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, warc_date
+from raycrawl.adapters.warc import HttpStatus, WarcSink, buffer_path, new_record_id, warc_date
 from raycrawl.core.captures import Capture, Claim, payload_key
 from raycrawl.core.fetch_settings import FetchSettings
 from raycrawl.core.items import ItemLine
@@ -65,7 +64,7 @@ class PageOutput:
             revisit = revisit_for(recrawl_outcome(r.status, known, r.sha256), known, r.lease.request_url, ex.body)
             if revisit is None and self._hold and r.lease.kind == "page" and 200 <= r.status < 300 and ex.body:
                 # (a whole payload: truncated ones are written whole above, as they were read)
-                capture = Capture(r.lease.request_url, f"<urn:uuid:{uuid.uuid4()}>", warc_date(r.responded_at))
+                capture = Capture(r.lease.request_url, new_record_id(), warc_date(r.responded_at))
                 self._held.append((ex, (payload_key(r.sha256), capture)))
                 return
             self._write(ex, too_large, revisit)

@@ -96,8 +96,8 @@ def warc_date(at: float) -> str:
 WARC_VERSION = "1.1"  # sub-second WARC-Date, and the 1.1 revisit profiles (warcio writes both for "1.1")
 
 
-def _new_record_id() -> str:
-    """A random (version 4) UUID's URN: uuid.uuid4() and its str() cost twice as much, twice a page."""
+def new_record_id() -> str:
+    """A random (version 4) UUID's URN: uuid.uuid4() and its str() cost twice as much, for each record."""
     h = os.urandom(16).hex()
     return f"<urn:uuid:{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}>"
 
@@ -136,7 +136,7 @@ class WarcSink:
         self.path = Path(directory) / name
         self._file = self.path.open("ab")
         fields = info or {"software": "raycrawl"}
-        self._warcinfo_id = _new_record_id()
+        self._warcinfo_id = new_record_id()
         content = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode()
         head = [("WARC-Record-ID", self._warcinfo_id), ("WARC-Date", warc_date(time.time())), ("WARC-Filename", name),
                 ("Content-Type", "application/warc-fields")]  # fmt: skip
@@ -165,7 +165,7 @@ class WarcSink:
         Built in memory first and appended whole: a failure while building (the fetcher's fault boundary turns
         it into the URL's error record) leaves no half record."""
         date = warc_date(time.time() if at is None else at)
-        response_id = record_id or _new_record_id()
+        response_id = record_id or new_record_id()
         block = status.block(len(body))
         fields = [("WARC-Record-ID", response_id), ("WARC-Date", date), ("WARC-Target-URI", url),
                   ("WARC-Warcinfo-ID", self._warcinfo_id)]  # fmt: skip
@@ -180,7 +180,7 @@ class WarcSink:
             response = record_bytes("response", fields, block + body, payload_digest(body))
         else:  # (the headers only: the payload is the earlier capture's)
             response = record_bytes("revisit", [*fields, *revisit.warc_headers().items()], block)
-        request_fields = [("WARC-Record-ID", _new_record_id()), ("WARC-Date", date), ("WARC-Target-URI", url),
+        request_fields = [("WARC-Record-ID", new_record_id()), ("WARC-Date", date), ("WARC-Target-URI", url),
                           ("WARC-Warcinfo-ID", self._warcinfo_id), ("WARC-Concurrent-To", response_id),
                           ("Content-Type", "application/http; msgtype=request")]  # fmt: skip
         lines = [f"GET {path_of(url)} HTTP/1.1", *(f"{k}: {v}" for k, v in request_headers)]
@@ -195,7 +195,7 @@ class WarcSink:
     def write_conversion(self, url: str, content: bytes, content_type: str, refers_to: str) -> int:
         """Append a ``conversion`` record (WARC 1.1 section 6.8) of the response ``refers_to`` names -- a rendered
         page's DOM, or its screenshot -- and return the file's end after it (the fetch's records end there)."""
-        fields = [("WARC-Record-ID", _new_record_id()), ("WARC-Date", warc_date(time.time())),
+        fields = [("WARC-Record-ID", new_record_id()), ("WARC-Date", warc_date(time.time())),
                   ("WARC-Target-URI", url), ("WARC-Warcinfo-ID", self._warcinfo_id), ("WARC-Refers-To", refers_to),
                   ("Content-Type", content_type)]  # fmt: skip
         self._file.write(gzip_member(record_bytes("conversion", fields, content)))
