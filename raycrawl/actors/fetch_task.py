@@ -23,10 +23,10 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 
 from raycrawl.actors.render import RenderCaller
+from raycrawl.actors.wire import leases_of, pack
 from raycrawl.adapters.fetcher import Fetcher, fetcher_for
 from raycrawl.core.captures import Capture, split_claims
 from raycrawl.core.fetch_settings import FetchSettings
-from raycrawl.core.records import Lease
 from raycrawl.core.settle_timing import SETTLE_SOONEST, Waiting
 
 NODE_ID_CHARS = 12
@@ -51,7 +51,7 @@ def _shared(refs: list[Any]) -> list[Any]:
 
 
 @ray.remote(max_retries=0)
-def fetch_batch(shared: list[Any], epoch: int, *batches: list[Lease]) -> int:
+def fetch_batch(shared: list[Any], epoch: int, *batches: bytes) -> int:
     """``shared``: [a reference to the crawl's FetchSettings, one to its (shards, partitions, renderers)]."""
     settings: FetchSettings
     settings, handles = _shared(shared)
@@ -61,7 +61,7 @@ def fetch_batch(shared: list[Any], epoch: int, *batches: list[Lease]) -> int:
     hold = settings.revisit_duplicates and bool(partitions)
     node_id = ray.get_runtime_context().get_node_id()
     node = node_id[:NODE_ID_CHARS]
-    leases = [lease for batch in batches for lease in batch]
+    leases = [lease for batch in batches for lease in leases_of(batch)]  # (packed by their shards: actors/wire.py)
     settling: list[Any] = []
     waiting = Waiting()  # (results go several a call, each within its host's time: core/settle_timing.py)
 
@@ -76,7 +76,7 @@ def fetch_batch(shared: list[Any], epoch: int, *batches: list[Lease]) -> int:
                     result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
                 if result.item is not None:
                     result.item.node = node_id  # (... and its items' lines)
-        settling.extend(shards[shard].settle.remote(group) for shard, group in groups.items())
+        settling.extend(shards[shard].settle.remote(pack(group)) for shard, group in groups.items())
 
     for results in fetcher.fetch_stream(leases, epoch, tick=SETTLE_SOONEST, node=node_id, hold_pages=hold):
         now = time.monotonic()

@@ -22,6 +22,7 @@ from raycrawl.actors import crew_registry
 from raycrawl.actors.dedup import pack_fingerprints, unpack_fingerprints
 from raycrawl.actors.placement import ACTOR_LOST
 from raycrawl.actors.politeness_registry import budget_client
+from raycrawl.actors.wire import pack, results_of
 from raycrawl.adapters.lmdb_queue import private_store
 from raycrawl.adapters.output import PagesBuffer
 from raycrawl.adapters.queue_segments import BaseWriter, QueueSegments, replay_files
@@ -33,7 +34,7 @@ from raycrawl.core.host_actions import HostAction
 from raycrawl.core.link_routing import Handover, PartitionShare
 from raycrawl.core.queue_log import LoggedQueueStore
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
-from raycrawl.core.records import FetchResult, Known, Lease, Link, UrlEntry
+from raycrawl.core.records import Known, Link, UrlEntry
 from raycrawl.core.shard_work import ShardOutput, ShardSetup, ShardWork
 from raycrawl.core.stats import CrawlStats
 
@@ -79,20 +80,22 @@ class FrontierShardActor:
     @ray.method(num_returns=2)
     def lease(
         self, quota: int, horizon: float, drain: str | None, batch_id: int, finished: list[int]
-    ) -> tuple[list[Lease], ShardSummary]:
+    ) -> tuple[bytes, ShardSummary]:
+        """The round's leases (packed: actors/wire.py), and the shard's summary."""
         # (before the summary: it counts the batches this sends)
         self._route(self._work.take_shares(), self._work.router.take_touches())
         leases, summary = self._work.lease(quota, horizon, drain, batch_id, finished)
         summary.buffered = max(summary.buffered, self._pages.size)
-        return leases, summary
+        return pack(leases), summary
 
     def release_batches(self, batch_ids: list[int], reason: str) -> None:
         self._work.release_batches(batch_ids, reason)
 
     # --- results and links ---------------------------------------------------------------------------
 
-    def settle(self, results: list[FetchResult]) -> None:
-        self._work.settle(results)
+    def settle(self, results: bytes) -> None:
+        """A fetch task's results (packed: actors/wire.py)."""
+        self._work.settle(results_of(results))
 
     def offer(self, links: list[Link], known: dict[str, Known] | None = None) -> None:
         """Seeds (from the coordinator): screened and deduplicated like any link, with the round's."""
