@@ -2,10 +2,10 @@
 it never touches a page.
 
 One round (the decisions are ``core/crawl_loop.CrawlLoop``'s; this class makes the calls):
-  1. every shard gets one ``lease`` call (in parallel): a quota; it answers with a lease batch, which stays in
-     Ray's object store, and a small summary (counts, the batch's size and first due time, the crawl's counters
-     it moved since the last round), the only part fetched here;
-  2. staged batches are cut into fetch tasks (many shards' batches per task, passed by reference), up to as many
+  1. every shard gets one ``lease`` call (in parallel): a quota; it answers with a lease batch, packed
+     (actors/wire.py: carried on as it is), and a small summary (counts, the batch's size and first due time, the
+     crawl's counters it moved since the last round);
+  2. staged batches are cut into fetch tasks (many shards' batches per task, as bytes), up to as many
      as the cluster's CPUs hold (``max_tasks_in_flight`` at most); on a cluster with an autoscaler, the CPUs that
      the crawl's demand needs are asked for (actors/capacity.py, core/demand.py);
   3. ``ray.wait`` until a task ends or the next round is due.
@@ -354,25 +354,26 @@ class Coordinator:
     def _call_shards(self, plan: RoundPlan) -> None:
         horizon = self.cfg.lease_horizon
         finished, self._finished_batches = self._finished_batches, [[] for _ in range(self.num_shards)]
-        pairs = [
+        refs = [
             shard.lease.remote(quota, horizon, plan.drain, batch_id, done)
             for shard, quota, batch_id, done in zip(
                 self.crew.shards, plan.quotas, plan.batch_ids, finished, strict=True
             )
         ]
-        refs = [summary for _, summary in pairs]
         ray.wait(refs, num_returns=len(refs))
         # (a shard lost: the others' answers still count -- their counts and leases are not asked for twice)
         summaries: list[ShardSummary | None] = []
+        batches: list[bytes | None] = []
         lost: Exception | None = None
-        for ref in refs:
+        for ref in refs:  # (all answered: the wait above)
             try:
-                summaries.append(ray.get(ref))
+                batch, summary = ray.get(ref)
             except ACTOR_LOST as exc:
-                summaries.append(None)
-                lost = exc
+                batch, summary, lost = None, None, exc
+            batches.append(batch)
+            summaries.append(summary)
         latencies = [seconds for s in summaries if s is not None for seconds in s.latencies]
-        moved = self.loop.answered(plan, summaries, [leases for leases, _ in pairs])
+        moved = self.loop.answered(plan, summaries, list(batches))
         self.metrics.record_round(moved.outcomes, moved.bytes, latencies, moved.verdicts)
         if lost is not None:
             raise lost

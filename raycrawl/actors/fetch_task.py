@@ -1,4 +1,4 @@
-"""The fetch task: batches of leased URLs in (as references, straight from the shards' object store), each
+"""The fetch task: batches of leased URLs in (as their shards packed them, actors/wire.py), each
 result out to the shard that leased its URL, as its request completes. Stateless; no politeness of its own
 beyond each lease's not_before.
 

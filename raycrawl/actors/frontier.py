@@ -77,11 +77,12 @@ class FrontierShardActor:
 
     # --- the coordinator's round ---------------------------------------------------------------------
 
-    @ray.method(num_returns=2)
     def lease(
         self, quota: int, horizon: float, drain: str | None, batch_id: int, finished: list[int]
     ) -> tuple[bytes, ShardSummary]:
-        """The round's leases (packed: actors/wire.py), and the shard's summary."""
+        """The round's leases (packed: actors/wire.py), and the shard's summary. Both come back to the coordinator,
+        which hands the leases on to a fetch task as they are: a batch's bytes go with the calls, where a reference
+        to them cost each process it passed through its owner's bookkeeping (benchmarks/README.md, issue 51)."""
         # (before the summary: it counts the batches this sends)
         self._route(self._work.take_shares(), self._work.router.take_touches())
         leases, summary = self._work.lease(quota, horizon, drain, batch_id, finished)

@@ -44,7 +44,7 @@ LAG_WINDOW = 60.0  # seconds over which the freshness lag counts how late revisi
 
 @dataclass(slots=True)
 class ShardSummary:
-    """A shard's answer to the round's lease call (the leases themselves travel apart, by reference)."""
+    """A shard's answer to the round's lease call (with it, its lease batch: ``StagedBatch.ref``)."""
 
     leases: int = 0  # in this call's batch
     earliest: float | None = None  # the batch's first not_before
@@ -93,7 +93,7 @@ class StagedBatch:
     batch_id: int
     leases: int
     earliest: float
-    ref: object = None  # the leases, where the caller keeps them (an ObjectRef for the coordinator)
+    ref: object = None  # the leases, as the caller keeps them (for the coordinator: packed, actors/wire.py)
 
 
 @dataclass(slots=True)
