@@ -145,16 +145,21 @@ def _anchors(tree: LexborHTMLParser) -> list[Node]:
 
 
 _HTTP_ORIGIN = re.compile(r"https?://[^/?#]*")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")  # (as urlsplit reads one)
 
 
 def resolve_href(base: str, base_origin: str | None, href: str) -> str | None:
     """``href`` made absolute against ``base`` (whose ``scheme://host`` is ``base_origin``): ``urljoin``, with
     the two usual shapes -- a full http(s) URL and a root-relative path -- done without parsing either URL
-    (canonicalisation parses the result anyway, and removes dot segments and fragments)."""
+    (canonicalisation parses the result anyway, and removes dot segments and fragments). None: nothing to fetch
+    (another scheme, such as mailto: or javascript:, is known as such without a parse)."""
     if href.startswith(("http://", "https://")):
         host_at = href.index("//") + 2
         if href[host_at : host_at + 1].isalnum():  # (with no host, urljoin keeps the base's: left to it)
             return href
+    scheme = _SCHEME.match(href)
+    if scheme is not None and scheme.group().lower() not in ("http:", "https:"):
+        return None
     if base_origin is not None and href.startswith("/") and not href.startswith("//"):
         return base_origin + href
     try:

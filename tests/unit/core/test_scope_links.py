@@ -160,9 +160,12 @@ _bases = st.sampled_from(
     ["http://a.test/x/y", "http://a.test/", "https://b.test:8443/d/", "http://a.test?q=1/2", "http://u:p@a.test/x",
      "http://a.test#f/g", "ftp://c.test/x", "http://[::1]:8080/a/b"]
 )  # fmt: skip
+_OTHER_SCHEMES = ["mailto:a@b.test", "javascript:void(0)", "tel:123", "HTTP:/x", "Https:x", "hTTp://e.test/", "c:/x",
+                  "1a:x", "a+b.c-d:x", "data:text/html,<a>", ":x", "a:b:c"]  # fmt: skip
 _hrefs = st.one_of(
     st.text(alphabet=st.sampled_from("/.?#:ahtps%20\\@x"), max_size=20),
     st.sampled_from(["/", "//", "/p/../q", "//other.test/x", "http://c.test", "https://d.test/p?x#y", "?q", "#f", "."]),
+    st.sampled_from(_OTHER_SCHEMES),
     st.builds(lambda a, b: a + b, st.sampled_from(["/", "http://", "https://", "//"]), st.text(max_size=15)),
 ).filter(lambda href: ";" not in href and not any(c.isspace() for c in href))
 # Left out, two quirks of urljoin where the fast path does what a browser does: whitespace (urljoin drops an
