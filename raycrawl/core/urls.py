@@ -211,12 +211,11 @@ def _split(url: str) -> tuple[str, str, str, str] | None:
     if "\\" in url:  # in an http(s) URL a backslash before the query is a slash, as browsers read it
         end = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
         url = url[:end].replace("\\", "/") + url[end:]
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
+    scheme, full_netloc, path, query = _url_parts(url)
     if scheme not in FETCHABLE_SCHEMES:
         return None
-    # urlsplit keeps user:pass@ in netloc; credentials never survive.
-    hostinfo = parts.netloc.rpartition("@")[2]
+    # the netloc keeps user:pass@; credentials never survive.
+    hostinfo = full_netloc.rpartition("@")[2]
     if hostinfo.startswith("["):
         host, _, rest = hostinfo.partition("]")
         host += "]"
@@ -232,7 +231,29 @@ def _split(url: str) -> tuple[str, str, str, str] | None:
     if canon_host is None:
         return None
     netloc = canon_host if port == DEFAULT_PORTS[scheme] else f"{canon_host}:{port}"
-    return scheme, netloc, parts.path, parts.query
+    return scheme, netloc, path, query
+
+
+def _url_parts(url: str) -> tuple[str, str, str, str]:
+    """urlsplit's (lower-case scheme, netloc, path, query) of a URL already stripped of what it strips; an
+    ASCII ``http(s)://`` one split here, in a third of its time (a link with a query costs ~8 us, urlsplit 3 of
+    them); tests/unit/core/test_urls.py holds the two to the same parts."""
+    head = url[:8].lower()
+    start = 7 if head.startswith("http://") else 8 if head.startswith("https://") else 0
+    if start and url.isascii():
+        rest = url[start:]
+        end = len(rest)
+        for delimiter in "/?#":
+            at = rest.find(delimiter)
+            if 0 <= at < end:
+                end = at
+        netloc, tail = rest[:end], rest[end:]
+        if "[" not in netloc and "]" not in netloc:  # (an IPv6 literal's brackets urlsplit checks)
+            tail = tail.partition("#")[0]
+            path, _, query = tail.partition("?")
+            return head[: start - 3], netloc, path, query
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc, parts.path, parts.query
 
 
 def canonicalize(url: str, tracking_params: Iterable[str] = ()) -> str | None:

@@ -230,3 +230,23 @@ def test_plain_links_are_their_own_canonical_form() -> None:
     not_plain = ["http://example.com", "http://example.com/?q=1", "http://example.com/#x", "http://example.com/%7e"]
     for url in [*plain_but_not_canonical, *not_plain, "http://127.1/"]:
         assert not _already_canonical(url)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.sampled_from(["http://", "https://", "HTTP://", "hTtPs://", "http:/", "http:", "ftp://", "", "//"]),
+    st.text(alphabet=st.sampled_from("aZ09.-_:@/?#[]%é&=\\"), max_size=30),
+)
+def test_urls_split_without_urlsplit_get_its_parts(prefix: str, rest: str) -> None:
+    from urllib.parse import urlsplit
+
+    from raycrawl.core.urls import _url_parts
+
+    url = prefix + rest
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        with pytest.raises(ValueError):
+            _url_parts(url)
+        return
+    assert _url_parts(url) == (parts.scheme.lower(), parts.netloc, parts.path, parts.query)
