@@ -20,11 +20,13 @@ def test_exact_seen_set_answers_batches() -> None:
     assert seen.stats()["hits"] == 2
 
 
-@given(st.lists(st.lists(small_pool | fingerprints, max_size=30), max_size=30), st.integers(1, 8))
-def test_exact_seen_set_agrees_with_a_python_set(batches: list[list[int]], merge_at: int) -> None:
+@given(st.lists(st.lists(small_pool | fingerprints, max_size=30), max_size=30), st.integers(1, 8), st.integers(0, 4))
+def test_exact_seen_set_agrees_with_a_python_set(batches: list[list[int]], merge_at: int, newest_at: int) -> None:
     """The first sighting of a fingerprint is new, every later one (in the batch or after) is not, across
-    merges of the recent additions into the sorted array and a checkpoint round trip."""
+    merges of the newest additions into the recent ones, of those into the sorted array, and a checkpoint round
+    trip."""
     old, seen_module._MIN_MERGE = seen_module._MIN_MERGE, merge_at
+    old_newest, seen_module._NEWEST = seen_module._NEWEST, newest_at
     try:
         seen, model = ExactSeenSet(), set()
         for i, batch in enumerate(batches):
@@ -39,7 +41,7 @@ def test_exact_seen_set_agrees_with_a_python_set(batches: list[list[int]], merge
                 seen = ExactSeenSet.from_bytes(seen.to_bytes())
         assert all(fp in seen for fp in model)
     finally:
-        seen_module._MIN_MERGE = old
+        seen_module._MIN_MERGE, seen_module._NEWEST = old, old_newest
 
 
 def test_exact_seen_set_survives_merges() -> None:
