@@ -373,7 +373,7 @@ class Coordinator:
             batches.append(batch)
             summaries.append(summary)
         latencies = [seconds for s in summaries if s is not None for seconds in s.latencies]
-        moved = self.loop.answered(plan, summaries, list(batches))
+        moved = self.loop.answered(plan, summaries, batches)
         self.metrics.record_round(moved.outcomes, moved.bytes, latencies, moved.verdicts)
         if lost is not None:
             raise lost

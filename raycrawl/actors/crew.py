@@ -130,7 +130,7 @@ class Crew:
         was lost: a new one is made, and these tasks' leases go back (they may have been submitted and gone with
         it, as the tasks it ran did)."""
         specs: list[TaskSpec] = [
-            (options, shared, epoch, [b.ref for b in batches], [(b.shard, b.batch_id, b.leases) for b in batches])
+            (options, shared, epoch, [b.packed for b in batches], [(b.shard, b.batch_id, b.leases) for b in batches])
             for batches in tasks
         ]
         try:

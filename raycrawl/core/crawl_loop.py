@@ -44,7 +44,7 @@ LAG_WINDOW = 60.0  # seconds over which the freshness lag counts how late revisi
 
 @dataclass(slots=True)
 class ShardSummary:
-    """A shard's answer to the round's lease call (with it, its lease batch: ``StagedBatch.ref``)."""
+    """A shard's answer to the round's lease call (with it, its lease batch: ``StagedBatch.packed``)."""
 
     leases: int = 0  # in this call's batch
     earliest: float | None = None  # the batch's first not_before
@@ -93,7 +93,7 @@ class StagedBatch:
     batch_id: int
     leases: int
     earliest: float
-    ref: object = None  # the leases, as the caller keeps them (for the coordinator: packed, actors/wire.py)
+    packed: object = None  # the leases, as the caller keeps them (for the coordinator: bytes, actors/wire.py)
 
 
 @dataclass(slots=True)
@@ -204,13 +204,16 @@ class CrawlLoop:
             budget = min(budget, cfg.max_accepted - self.stats.accepted - self.leased)
         return max(0, budget)
 
-    def answered(self, plan: RoundPlan, summaries: Sequence[ShardSummary | None], refs: list[object]) -> CrawlStats:
-        """The round's answers (in shard order; None: a shard that was lost), with where each shard's lease batch
-        is kept; returns what the shards counted since the last round (already added to the crawl's counters)."""
+    def answered(
+        self, plan: RoundPlan, summaries: Sequence[ShardSummary | None], batches: Sequence[object]
+    ) -> CrawlStats:
+        """The round's answers (in shard order; None: a shard that was lost), with each shard's lease batch as the
+        caller keeps it; returns what the shards counted since the last round (already added to the crawl's
+        counters)."""
         moved = CrawlStats(started_at=0.0)
         self._closed_since = 0
         self.budget_unavailable = next((s.budget_unavailable for s in summaries if s and s.budget_unavailable), None)
-        for shard, (summary, ref) in enumerate(zip(summaries, refs, strict=True)):
+        for shard, (summary, packed) in enumerate(zip(summaries, batches, strict=True)):
             if summary is None:
                 continue
             self.summaries[shard] = summary
@@ -223,7 +226,7 @@ class CrawlLoop:
             summary.stats = CrawlStats(started_at=0.0)
             if summary.leases:
                 earliest = summary.earliest if summary.earliest is not None else self._clock()
-                self.staged.append(StagedBatch(shard, plan.batch_ids[shard], summary.leases, earliest, ref))
+                self.staged.append(StagedBatch(shard, plan.batch_ids[shard], summary.leases, earliest, packed))
         self.stats.add(moved)
         if moved.revisit_lag > 0:
             self._lags.append((self._clock(), moved.revisit_lag))
