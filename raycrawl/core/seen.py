@@ -97,7 +97,7 @@ class ExactSeenSet:
         return cast(list[bool], mask.tolist())
 
     def _merge(self) -> None:
-        self._sorted = _merged(_merged(self._sorted, self._recent), self._newest)
+        self._sorted = _merged(self._sorted, _merged(self._recent, self._newest))  # (the big array copied once)
         self._recent = self._newest = _EMPTY
 
     def memory_bytes(self) -> int:
