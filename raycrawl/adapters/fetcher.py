@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import functools
 import hashlib
 import importlib
 import os
@@ -108,7 +107,7 @@ class Fetcher:
         self._thread.start()
         self._extraction = Extraction(settings.extraction) if settings.extraction is not None else None
         self._output = PageOutput(settings, self._extraction)  # its WARC records and item lines
-        self._running: set[asyncio.Task[Exchange]] = set()
+        self._running: set[asyncio.Task[None]] = set()
         self._synthetic = responder_from_env()
         self._send = self._request if self._synthetic is None else self._answer_synthetic
         self._render_rules = RenderRules.of(cast(RenderMode, settings.render), settings.render_rules)
@@ -209,40 +208,50 @@ class Fetcher:
     # --- on the loop ---------------------------------------------------------------------------------
 
     def _start(self, leases: Sequence[Lease], done: queue.SimpleQueue[tuple[Lease, Exchange | BaseException]]) -> None:
-        # (lease ids are a shard's own: two shards' batches in one task may hold the same id)
-        started: dict[tuple[int, int], asyncio.Task[Exchange]] = {}
+        # A host's run (core/runs.py) is one coroutine sending its leases one after another, not a task per lease
+        # waiting on the one before: a task, its done callback and an asyncio.wait per page cost more than the
+        # page's own scheduling (benchmarks/README.md, issue 51).
+        chains: list[list[Lease]] = []
+        chain_of: dict[tuple[int, int], list[Lease]] = {}  # (lease ids are a shard's own: two shards' may be equal)
         for lease in leases:  # (a run's leases come after the one each names: core/runs.py)
-            before = started.get((lease.shard, lease.after)) if lease.after else None
-            work = self._fetch_one(lease) if before is None else self._fetch_after(lease, before)
-            task = self._loop.create_task(work)
-            started[lease.shard, lease.lease_id] = task
+            chain = chain_of.get((lease.shard, lease.after)) if lease.after else None
+            if chain is None:
+                chain = []
+                chains.append(chain)
+            chain.append(lease)  # (after all its chain's leases: never sooner than after the one it names)
+            chain_of[lease.shard, lease.lease_id] = chain
+        for chain in chains:
+            task = self._loop.create_task(self._run(chain, done))
             self._running.add(task)  # (the loop keeps only a weak reference to a task)
-            task.add_done_callback(functools.partial(self._report, done, lease))
+            task.add_done_callback(self._running.discard)
 
-    async def _fetch_after(self, lease: Lease, before: asyncio.Task[Exchange]) -> Exchange:
-        """A run's lease: sent once the exchange before it has ended and the host's delay after it has passed
+    async def _run(self, chain: list[Lease], done: queue.SimpleQueue[tuple[Lease, Exchange | BaseException]]) -> None:
+        """A run's leases in order, each one's exchange (or what escaped it) to the caller's queue as it ends; a
+        lease after one that ended the run, or failed past its handlers, is given back unsent."""
+        previous: FetchResult | None = None
+        for i, lease in enumerate(chain):
+            try:
+                ex = await (self._fetch_one(lease) if i == 0 else self._fetch_next(lease, previous))
+            except asyncio.CancelledError:  # (only when the loop is closing under it)
+                for left in chain[i:]:
+                    done.put((left, asyncio.CancelledError("fetch cancelled")))
+                raise
+            except Exception as exc:
+                done.put((lease, exc))
+                previous = None
+                continue
+            done.put((lease, ex))
+            previous = ex.result
+
+    async def _fetch_next(self, lease: Lease, previous: FetchResult | None) -> Exchange:
+        """A run's next lease: sent once the exchange before it has ended and the host's delay after it has passed
         (the shard's own rule, core/runs.py); given back unsent when that answer ends the run."""
-        await asyncio.wait([before])
-        previous = None if before.cancelled() or before.exception() else before.result().result
         if previous is None or previous.unsent or ends_run(previous.status, previous.transient, previous.error):
             return _unsent(lease)
         s = self.settings
         answer = ack_of(previous)  # (what the shard's clock would move by: the same end and the same exchange time)
         gap = gap_after(lease.gap, s.delay_factor, s.max_delay, answer.elapsed_s)
         return await self._fetch_one(lease, max(lease.not_before, answer.ended_at + gap))
-
-    def _report(
-        self,
-        done: queue.SimpleQueue[tuple[Lease, Exchange | BaseException]],
-        lease: Lease,
-        task: asyncio.Task[Exchange],
-    ) -> None:
-        """A fetch is over: its exchange (or what escaped it) joins the caller's queue, with its lease."""
-        self._running.discard(task)
-        if task.cancelled():  # (only when the loop is closing under it)
-            done.put((lease, asyncio.CancelledError("fetch cancelled")))
-        else:
-            done.put((lease, task.exception() or task.result()))
 
     async def _fetch_one(self, lease: Lease, send_at: float | None = None) -> Exchange:
         ex = Exchange(FetchResult(lease=lease))
