@@ -3,12 +3,18 @@ tests/e2e/test_warc_tools.py)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import zlib
+from datetime import UTC, datetime
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
-from raycrawl.adapters.warc import HttpStatus, WarcSink
+from raycrawl.adapters.warc import HttpStatus, WarcSink, warc_date
+from raycrawl.core.revisits import payload_digest
 
 
 def _gzip_members(data: bytes) -> int:
@@ -93,3 +99,23 @@ def test_a_line_break_in_a_field_value_cannot_start_a_field_of_its_own(tmp_path:
         (response,) = [r for r in ArchiveIterator(f, check_digests="raise") if r.rec_type == "response"]
         assert response.rec_headers.get_header("WARC-Proxy") == "http://p%0D%0AWARC-Type: x"
         assert response.rec_headers.get_header("WARC-Type") == "response"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(min_value=0, max_value=4_102_444_800, allow_nan=False) | st.integers(0, 4_102_444_800).map(float))
+def test_a_warc_date_is_the_one_datetime_writes(at: float) -> None:
+    # (held to the standard library's form: microseconds rounded half to even, no fraction when they are 0)
+    assert warc_date(at) == datetime.fromtimestamp(at, UTC).replace(tzinfo=None).isoformat() + "Z"
+
+
+def test_a_warc_date_of_another_second_is_not_the_one_before() -> None:
+    # (the second's text is kept between calls: a later second, or an earlier one, is written anew)
+    assert [warc_date(t) for t in (1.5, 2.0, 1.25, 86_400.999_999_7)] == [
+        "1970-01-01T00:00:01.500000Z", "1970-01-01T00:00:02Z", "1970-01-01T00:00:01.250000Z", "1970-01-02T00:00:01Z"
+    ]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=2048))
+def test_a_payload_digest_is_sha1_in_base32_as_warcio_writes_it(body: bytes) -> None:
+    assert payload_digest(body) == "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
