@@ -16,10 +16,10 @@ from array import array
 import ray
 
 from raycrawl.actors import crew_registry
+from raycrawl.actors.wire import claims_of, pack
 from raycrawl.adapters.seen_segments import SeenSegments, refs_of
 from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.adapters.storage import StorageError, open_storage
-from raycrawl.core.captures import Capture, Claim
 from raycrawl.core.seen_partition import SeenKind, SeenPartition
 
 
@@ -81,8 +81,9 @@ class DedupActor:
         except StorageError as exc:
             raise StoreUnavailable(f"seen-set partition {self._id} cannot be restored: {exc}") from None
 
-    def claim_payloads(self, claims: list[Claim]) -> list[Capture | None]:
-        return self._state.claim_payloads(claims)
+    def claim_payloads(self, packed: bytes) -> bytes:
+        """A fetch task's claims, packed (actors/wire.py); the answers, packed the same way."""
+        return pack(self._state.claim_payloads(claims_of(packed)))
 
     def add_new(self, packed: bytes, asker: int | None = None, incarnation: int = 0) -> bytes:
         return self._state.add_new(packed, asker, incarnation)

@@ -23,7 +23,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayError
 
 from raycrawl.actors.render import RenderCaller
-from raycrawl.actors.wire import leases_of, pack
+from raycrawl.actors.wire import captures_of, leases_of, pack
 from raycrawl.adapters.fetcher import Fetcher, fetcher_for
 from raycrawl.core.captures import Capture, split_claims
 from raycrawl.core.fetch_settings import FetchSettings
@@ -95,9 +95,9 @@ def _write_held(fetcher: Fetcher, partitions: list[Any]) -> None:
         return
     firsts: list[Capture | None] = [None] * len(claims)
     by_partition = split_claims(claims, len(partitions))
-    asked = [(at, partitions[p].claim_payloads.remote([claims[i] for i in at])) for p, at in by_partition.items()]
+    asked = [(at, partitions[p].claim_payloads.remote(pack([claims[i] for i in at]))) for p, at in by_partition.items()]
     try:
-        answers = ray.get([ref for _, ref in asked], timeout=CLAIM_TIMEOUT)
+        answers = [captures_of(packed) for packed in ray.get([ref for _, ref in asked], timeout=CLAIM_TIMEOUT)]
     except (RayError, GetTimeoutError):  # (a partition lost, or being rebuilt: duplicates cost storage, not records)
         answers = [[None] * len(at) for at, _ in asked]
     for (at, _), answer in zip(asked, answers, strict=True):

@@ -24,10 +24,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from raycrawl.core.partitions import partition_of
+from raycrawl.core.records import compact_pickle
 
 KEY_BYTES = 16
 
 
+@compact_pickle  # (claims cross Ray by the batch, one per page: core/records.py)
 @dataclass(frozen=True, slots=True)
 class Capture:
     """A stored payload's response record: the URL it was requested as, the record's id and its WARC-Date."""
