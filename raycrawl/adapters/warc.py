@@ -16,7 +16,6 @@ warcio and an archive indexer read them in the tests.
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 import tempfile
@@ -30,6 +29,7 @@ from isal import isal_zlib
 from raycrawl.core.decoding import TRANSFER_HEADERS
 from raycrawl.core.revisits import Revisit, payload_digest
 from raycrawl.core.urls import path_of
+from raycrawl.core.utc_text import utc_second_and_micros
 
 # Every record is a gzip member of its own (what WARC readers expect), compressed by ISA-L at its level 2. Measured
 # here (benchmarks/README.md, issue 32): zlib at level 6 took ~65 us of the ~200 us of writing a light page's two
@@ -89,23 +89,9 @@ class WrittenRecord:
 
 
 def warc_date(at: float) -> str:
-    """A WARC-Date (WARC 1.1: UTC, to the microsecond; no fraction when it is 0, as warcio writes it).
-
-    As ``datetime.fromtimestamp(at, UTC).isoformat()`` writes it (microseconds rounded half to even), with the
-    second's text made once a second: 0.5 us a record against 1.9."""
-    global _second_text
-    second = math.floor(at)
-    micros = round((at - second) * 1e6)
-    if micros >= 1_000_000:
-        second, micros = second + 1, micros - 1_000_000
-    cached, text = _second_text  # (one read: another thread may replace it)
-    if cached != second:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        _second_text = (second, text)
+    """A WARC-Date (WARC 1.1: UTC, to the microsecond; no fraction when it is 0, as warcio writes it)."""
+    text, micros = utc_second_and_micros(at)
     return f"{text}.{micros:06d}Z" if micros else text + "Z"
-
-
-_second_text = (-1, "")  # (the second warc_date last wrote, its text)
 
 
 WARC_VERSION = "1.1"  # sub-second WARC-Date, and the 1.1 revisit profiles (warcio writes both for "1.1")

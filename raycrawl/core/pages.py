@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from raycrawl.core.clean import describe_exception
 from raycrawl.core.records import FetchResult, Outcome, Terminal
 from raycrawl.core.revisits import recrawl_outcome
+from raycrawl.core.utc_text import utc_second_and_micros
 
 
 def iso_utc(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """A record's time: UTC to the millisecond (``datetime.isoformat(timespec="milliseconds")``: truncated)."""
+    text, micros = utc_second_and_micros(ts)
+    return f"{text}.{micros // 1000:03d}Z"
 
 
 def fetch_record(result: FetchResult) -> dict[str, Any]:
