@@ -51,6 +51,7 @@ def progress(
         "queued": loop.queued,
         "leased": loop.leased,
         "tasks_in_flight": len(loop.tasks),
+        "fetch_nodes": dict(s.fetch_nodes),  # URLs fetched per Ray node (a short id), as stats.json counts them
         "errors": s.outcomes["error"],
         # with an extractor: pages by verdict, and accepted per page fetched
         **(
