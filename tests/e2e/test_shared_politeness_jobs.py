@@ -95,8 +95,11 @@ def test_submitted_crawls_share_one_budget_per_host_and_a_killed_one_gives_its_h
     finally:
         head.stop()
     survivor_requests = [r for r in requests if r["ua"] == "survivor/1.0"]
-    doomed_after = [r for r in requests if r["ua"] == "doomed/1.0" and r["t"] > killed_at + 1.0]
-    assert doomed_after == []  # (it is dead)
+    # (it is dead: nothing leased after the kill. Fetch tasks are the crew's launcher's, not the driver's (issue 50),
+    # so one in flight at the kill still sends the leases it holds -- each due within a round's horizon, but a task
+    # started late on a loaded machine sends them late: a CI run saw two such waves 1-1.6 s after the kill)
+    doomed_after = [r for r in requests if r["ua"] == "doomed/1.0" and r["t"] > killed_at + 3.0]
+    assert doomed_after == []
     together = [r for r in requests if r["ua"] in ("doomed/1.0", "survivor/1.0")]
     assert min(smallest_gap(together).values()) >= DELAY - 0.005  # (one client through the kill too)
     assert len({(r["ip"], r["path"]) for r in survivor_requests}) >= 50
