@@ -172,7 +172,9 @@ def test_a_continuous_crawl_stopped_and_resumed_keeps_its_schedule_and_rolls_its
     assert second["freshness"]["scheduled"] == second["frontier"]["scheduled"] > 0
 
     # Output rolled over: each period's parts in a directory of its own, holding that period's records (and those
-    # of the few seconds a cut at the period's end takes to come to rest).
+    # of the few seconds a cut at the period's end takes to come to rest: leases handed out before the boundary
+    # are fetched, 0.2 s apart per host, before the cut; on a loaded machine that took 5.1 s once, so the bound is
+    # half a period -- still far from a record landing a whole period off).
     storage = resolve(str(out))
     periods: dict[str, set[str]] = defaultdict(set)
     archived: dict[str, set[str]] = defaultdict(set)  # period -> the paths its WARC holds
@@ -188,7 +190,7 @@ def test_a_continuous_crawl_stopped_and_resumed_keeps_its_schedule_and_rolls_its
                 fetched = datetime.fromisoformat(json.loads(line)["fetched_at"].replace("Z", "+00:00")).timestamp()
                 start = period_of(fetched, rollover) * rollover
                 assert period_label(fetched, rollover) == period or (
-                    period_label(start - 1, rollover) == period and fetched - start < 5.0
+                    period_label(start - 1, rollover) == period and fetched - start < rollover / 2
                 ), (name, fetched)
     assert len(periods) >= 3 and all("warc" in kinds for kinds in periods.values()), periods
     # A period without page records is one in which only robots.txt was fetched: its exchanges are archived (the
