@@ -79,7 +79,7 @@ def fetch_batch(shared: list[Any], epoch: int, *batches: bytes) -> int:
         settling.extend(shards[shard].settle.remote(pack(group)) for shard, group in groups.items())
 
     for results in fetcher.fetch_stream(leases, epoch, tick=SETTLE_SOONEST, node=node_id, hold_pages=hold):
-        now = time.monotonic()
+        now = time.time()  # (the results' ended_at is the wall clock's)
         waiting.add(results, now)
         if waiting.time_to_send(now):
             send()

@@ -43,6 +43,7 @@ from raycrawl.adapters.egress import Egress, ProxyAuthRefused, ProxyUnreachable
 from raycrawl.adapters.exchange import Exchange
 from raycrawl.adapters.extraction import Extraction, page_of
 from raycrawl.adapters.fetch_errors import RedirectFailed, fault_result, fetch_error
+from raycrawl.adapters.handoff import Handoff
 from raycrawl.adapters.http_session import crawl_session, read_timeout
 from raycrawl.adapters.page_output import PageOutput
 from raycrawl.adapters.render_handoff import add_rendered_links, maybe_render, render_budget
@@ -61,6 +62,7 @@ from raycrawl.core.render_rules import RenderMode, RenderRules
 from raycrawl.core.revisits import conditional_headers
 from raycrawl.core.robots import MAX_ROBOTS_BYTES
 from raycrawl.core.runs import ends_run, gap_after
+from raycrawl.core.settle_timing import SETTLE_SOONEST
 from raycrawl.core.sitemaps import MAX_BYTES as MAX_SITEMAP_BYTES
 from raycrawl.core.sitemaps import parse_sitemap, sitemap_outlinks
 from raycrawl.core.urls import canonicalize, host_key, hostname, request_form
@@ -73,6 +75,9 @@ ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
 MAX_CONTENT_TYPE = 200  # characters of a Content-Type kept in a record (a real one is far shorter)
 MAX_VALIDATOR = 200  # ... and of an ETag or Last-Modified (sent back as they were in a recrawl)
 PRIVATE_HEADERS = frozenset({"proxy-authorization"})  # sent, never written to a WARC request record
+# Exchanges reach the caller's thread gathered this long (adapters/handoff.py): no later than their results may
+# go on anyway (core/settle_timing.py counts each one's wait from its exchange's end).
+HANDOFF_WINDOW = SETTLE_SOONEST
 
 # A seam for benchmarks (benchmarks/machinery.py): "module:factory" of a responder that answers requests in process
 # instead of the network (raycrawl.testing.synthetic's). Imported by name, so the fetcher depends on no test code;
@@ -157,21 +162,16 @@ class Fetcher:
         once instead of when the batch's last URL is done, so no host waits on another host's schedule.
         """
         self._output.start(epoch, node, hold_pages)
-        done: queue.SimpleQueue[tuple[Lease, Exchange | BaseException]] = queue.SimpleQueue()
+        done: Handoff[tuple[Lease, Exchange | BaseException]] = Handoff(self._loop, HANDOFF_WINDOW)
         # One wake-up of the loop for the whole batch: a cross-thread call per URL cost ~5% of a fetch worker.
         self._loop.call_soon_threadsafe(self._start, leases, done)
         remaining = len(leases)
         while remaining:
             try:
-                group = [done.get(timeout=tick)]
+                group = done.take(timeout=tick)
             except queue.Empty:
                 yield []
                 continue
-            while True:  # take whatever else has completed meanwhile
-                try:
-                    group.append(done.get_nowait())
-                except queue.Empty:
-                    break
             remaining -= len(group)
             results = [self._finished(lease, item) for lease, item in group]
             self._flush()
@@ -207,7 +207,7 @@ class Fetcher:
 
     # --- on the loop ---------------------------------------------------------------------------------
 
-    def _start(self, leases: Sequence[Lease], done: queue.SimpleQueue[tuple[Lease, Exchange | BaseException]]) -> None:
+    def _start(self, leases: Sequence[Lease], done: Handoff[tuple[Lease, Exchange | BaseException]]) -> None:
         # A host's run (core/runs.py) is one coroutine sending its leases one after another, not a task per lease
         # waiting on the one before: a task, its done callback and an asyncio.wait per page cost more than the
         # page's own scheduling (benchmarks/README.md, issue 51).
@@ -225,7 +225,7 @@ class Fetcher:
             self._running.add(task)  # (the loop keeps only a weak reference to a task)
             task.add_done_callback(self._running.discard)
 
-    async def _run(self, chain: list[Lease], done: queue.SimpleQueue[tuple[Lease, Exchange | BaseException]]) -> None:
+    async def _run(self, chain: list[Lease], done: Handoff[tuple[Lease, Exchange | BaseException]]) -> None:
         """A run's leases in order, each one's exchange (or what escaped it) to the caller's queue as it ends; a
         lease after one that ended the run, or failed past its handlers, is given back unsent."""
         previous: FetchResult | None = None
@@ -235,6 +235,7 @@ class Fetcher:
             except asyncio.CancelledError:  # (only when the loop is closing under it)
                 for left in chain[i:]:
                     done.put((left, asyncio.CancelledError("fetch cancelled")))
+                done.flush()  # (the loop may stop before the window ends)
                 raise
             except Exception as exc:
                 done.put((lease, exc))

@@ -40,12 +40,16 @@ class Waiting:
         self.by_shard: dict[int, list[FetchResult]] = {}
         self.count = 0
         self.bytes = 0  # their bodies'
-        self.due = float("inf")  # the soonest of their settle_within, from when each came
+        self.due = float("inf")  # the soonest of their settle_within, from when each exchange ended
 
     def add(self, results: list[FetchResult], now: float) -> None:
+        """Results handed over at ``now`` (the wall clock, as their ``ended_at``). Each one's time counts from its
+        exchange's end, never from later than ``now``: the fetcher hands results over a few at a time
+        (adapters/handoff.py), and that wait is part of the host's, not added to it."""
         for result in results:
             self.by_shard.setdefault(result.lease.shard, []).append(result)
-            self.due = min(self.due, now + settle_within(result.lease))
+            ended = min(now, result.ended_at) if result.ended_at else now
+            self.due = min(self.due, ended + settle_within(result.lease))
             self.bytes += result.size
         self.count += len(results)
 

@@ -61,3 +61,14 @@ def test_many_results_or_large_bodies_go_at_once() -> None:
     assert not large.time_to_send(0.0)
     large.add([result(gap=5.0, size=SETTLE_BYTES // 2)], now=0.0)
     assert large.time_to_send(0.0)
+
+
+def test_a_results_wait_counts_from_its_exchanges_end_not_from_when_it_was_handed_over() -> None:
+    waiting = Waiting()
+    ended = FetchResult(lease=lease(gap=0.25), status=200, size=100, ended_at=100.0)
+    waiting.add([ended], now=100.05)  # (handed over 50 ms after its end: due at 100.0625, not 100.1125)
+    assert not waiting.time_to_send(100.06)
+    assert waiting.time_to_send(100.0625)
+    later = Waiting()  # a wall clock that stepped back: never later than from when it came
+    later.add([FetchResult(lease=lease(gap=0.25), status=200, size=100, ended_at=200.0)], now=100.0)
+    assert later.time_to_send(100.0625)
