@@ -5,7 +5,8 @@ caller's thread once a page (~1,800 times a second per fetch worker in an unthro
 is a context switch and a hand-over of the GIL between the two threads. Gathered for ``window`` seconds from the
 first one, they cost one wake-up per window. Nothing waits on the caller for politeness: a host's clock counts from
 its exchange's end, recorded on the loop, and a run's next request is sent by the loop; results already wait for
-their shard up to their host's settle time (core/settle_timing.py), which the window is far below.
+their shard up to their host's settle time (core/settle_timing.py, counted from the exchange's end), which is never
+shorter than the fetcher's window.
 """
 
 from __future__ import annotations
