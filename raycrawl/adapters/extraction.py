@@ -192,13 +192,23 @@ def call_within(seconds: float, work: Callable[[], T]) -> T:
 
 
 def _with_alarm(seconds: float, work: Callable[[], T]) -> T:
+    # A signal's Python handler runs when the main thread next checks for one, which on a loaded machine can be
+    # after the work ended -- even after this function restored the handler before it, when that was a ring left
+    # by an earlier call (a ring raising inside the finally below skips the restore). A ring therefore raises only
+    # while its own call is armed, once: anywhere else an ExtractTimeout would land in the fetch task's own code
+    # (e.g. between taking exchanges and counting them) and lose what it held.
+    armed = [True]
+
     def ring(signum: int, frame: FrameType | None) -> None:
-        raise ExtractTimeout()
+        if armed[0]:
+            armed[0] = False
+            raise ExtractTimeout()
 
     before = signal.signal(signal.SIGALRM, ring)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         return work()
     finally:
+        armed[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before if before is not None else signal.SIG_DFL)

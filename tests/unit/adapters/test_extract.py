@@ -285,3 +285,15 @@ def test_a_rendered_page_is_extracted_from_its_rendered_dom() -> None:
     rendered = page_of(result, shell, headers, built)
     assert rendered.rendered and meta(rendered)["title"] == "Kettle \u2615"  # (the DOM's UTF-8, not the header's)
     assert page_of(result, shell, headers, RenderOutcome(reason="no render")).body == shell  # (nothing rendered)
+
+
+def test_a_timer_signal_handled_after_its_extraction_ended_raises_nothing() -> None:
+    """A signal's handler runs when the main thread next checks, which may be after the work ended and even after a
+    ring left by an earlier call was put back: such a ring must not raise into whatever code runs then."""
+    import signal
+
+    from raycrawl.adapters.extraction import _with_alarm
+
+    rings: list[Any] = []
+    assert _with_alarm(10.0, lambda: rings.append(signal.getsignal(signal.SIGALRM)) or 1) == 1
+    rings[0](signal.SIGALRM, None)  # (a late trip reaching the call's ring: nothing raised)
