@@ -33,7 +33,7 @@ import ray
 from ray.exceptions import RayError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from raycrawl.actors import checkpoints, coordinator_start, crew_registry, kept_summaries, reporting
+from raycrawl.actors import checkpoints, coordinator_start, crew_registry, kept_summaries, reporting, worker_heap
 from raycrawl.actors.capacity import ClusterCapacity
 from raycrawl.actors.coordinator_checkpoints import ROLLBACK_CAUSES, CheckpointsAndRollbacks
 from raycrawl.actors.crew import Crew
@@ -309,6 +309,7 @@ class Coordinator:
         refs, self._warming = self._warming, []
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=WARM_UP_TIMEOUT)
         self.stats.events["fetch_workers_warmed"] = len(set(ray.get(ready)))
+        worker_heap.freeze_startup_heap()  # (this actor is set up: actors/worker_heap.py)
 
     def _round(self) -> bool:
         """One round; True when the crawl is over. A shard that died is rebuilt alone (or, when it cannot be, the

@@ -17,6 +17,7 @@ import ray
 
 from raycrawl.actors import crew_registry
 from raycrawl.actors.wire import claims_of, pack
+from raycrawl.actors.worker_heap import freeze_startup_heap
 from raycrawl.adapters.seen_segments import SeenSegments, refs_of
 from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.adapters.storage import StorageError, open_storage
@@ -54,6 +55,7 @@ class DedupActor:
         self._segments = SeenSegments(storage, partition, self._state) if storage is not None else None
         if owner is not None:
             crew_registry.watch_owner(owner, functools.partial(os._exit, 0))  # (nothing of it outlives the crawl)
+        freeze_startup_heap()
 
     def snapshot(self) -> tuple[bytes, int]:
         """The checkpoint's part of this partition, and the bytes it wrote to the crawl's storage for it."""

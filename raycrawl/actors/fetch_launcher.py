@@ -17,6 +17,7 @@ import ray
 
 from raycrawl.actors import crew_registry
 from raycrawl.actors.fetch_task import fetch_batch
+from raycrawl.actors.worker_heap import freeze_startup_heap
 
 # A fetch task to submit: (its options, the crawl's shared references, the epoch, its lease batches' references,
 # and each batch as (shard, batch id, leases) -- what a restarted coordinator needs to wait for it)
@@ -30,6 +31,7 @@ class FetchLauncher:
         self._running: dict[str, tuple[Any, list[tuple[int, int, int]]]] = {}
         if owner is not None:
             crew_registry.watch_owner(owner, functools.partial(os._exit, 0))
+        freeze_startup_heap()
 
     def launch(self, specs: list[TaskSpec]) -> list[list[Any]]:
         """Submit the tasks; each one's reference, in a list (so the caller gets the reference, not its value)."""

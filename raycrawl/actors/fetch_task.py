@@ -24,6 +24,7 @@ from ray.exceptions import GetTimeoutError, RayError
 
 from raycrawl.actors.render import RenderCaller
 from raycrawl.actors.wire import captures_of, leases_of, pack
+from raycrawl.actors.worker_heap import freeze_startup_heap
 from raycrawl.adapters.fetcher import Fetcher, fetcher_for
 from raycrawl.core.captures import Capture, split_claims
 from raycrawl.core.fetch_settings import FetchSettings
@@ -57,6 +58,7 @@ def fetch_batch(shared: list[Any], epoch: int, *batches: bytes) -> int:
     settings, handles = _shared(shared)
     shards, partitions, renderers = handles
     fetcher = fetcher_for(settings)
+    freeze_startup_heap()  # (the worker is set up: actors/worker_heap.py)
     fetcher.renderer = RenderCaller(renderers) if renderers else None  # (the crawl's render pool: actors/render.py)
     hold = settings.revisit_duplicates and bool(partitions)
     node_id = ray.get_runtime_context().get_node_id()
@@ -115,5 +117,6 @@ def warm_up(settings: FetchSettings, hold_s: float) -> int:
     together each get a process of their own.
     """
     fetcher_for(settings)
+    freeze_startup_heap()
     time.sleep(hold_s)
     return os.getpid()

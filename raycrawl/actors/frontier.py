@@ -23,6 +23,7 @@ from raycrawl.actors.dedup import pack_fingerprints, unpack_fingerprints
 from raycrawl.actors.placement import ACTOR_LOST
 from raycrawl.actors.politeness_registry import budget_client
 from raycrawl.actors.wire import pack, results_of
+from raycrawl.actors.worker_heap import freeze_startup_heap
 from raycrawl.adapters.lmdb_queue import private_store
 from raycrawl.adapters.output import PagesBuffer
 from raycrawl.adapters.queue_segments import BaseWriter, QueueSegments, replay_files
@@ -65,6 +66,7 @@ class FrontierShardActor:
         self._cut_told = True  # ... and whether its checkpoint's commit was told (checkpointed)
         if owner is not None:
             crew_registry.watch_owner(owner, self._orphaned)
+        freeze_startup_heap()
 
     def _orphaned(self) -> None:
         """The crawl's coordinator is gone for good: nothing of this shard outlives it (its queue store's files)."""
