@@ -278,7 +278,9 @@ class Renderer:
             await page.goto(state.job.url, wait_until="load", timeout=max(1.0, deadline - time.monotonic()) * 1000)
             outcome.load_ms = (time.monotonic() - started) * 1000
             state.quiet_since = time.monotonic()
-            while not (state.inflight == 0 and time.monotonic() - state.quiet_since >= s.render_settle):
+            # (quiet for render_settle within the bound: a poll that wakes late, past the deadline, does not count
+            # quiet that began too late to end before it)
+            while not (state.inflight == 0 and min(time.monotonic(), deadline) - state.quiet_since >= s.render_settle):
                 if time.monotonic() >= deadline:
                     raise TimeoutError
                 if crashed or not handle.browser.is_connected():

@@ -6,10 +6,11 @@
   to pages 2i+1 and 2i+2 (a tree: every page reachable from ``/``, only by running the script). It also asks for
   things a render must refuse: an image (a type a crawl does not load), the canary (another host), and a private
   address (``10.255.0.1``, refused by the address guard before anything is sent).
-- ``scripted-spin``: the same, and ``/`` also links to ``/spin``, whose script asks ``/tick`` at once, then twice
-  every 200 ms for ever: a page that never settles. (At once: its first request is in flight before the page's load
-  event, however late a loaded machine runs the page's timer; twice: faster than the render sends them -- one at a
-  time, its host's delay apart -- so from then on one always waits.)
+- ``scripted-spin``: the same, and ``/`` also links to ``/spin``, whose script keeps two chains of ``/tick``
+  requests going for ever, each asking again as soon as its answer comes: a page that never settles. (Two chains
+  sent one at a time, its host's delay apart: one always waits while the other is sent, so a request is in flight
+  from before the page's load event on, however late a loaded machine runs the page's callbacks -- a timer would
+  leave quiet gaps when it runs late. A chain ends when the render refuses its request, over its request budget.)
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ APP_JS = """
   const root = document.getElementById("root");
   if (path === "/spin") {
     let n = 0;
-    const tick = () => { fetch("/tick?" + (n++)).catch(() => {}); };
-    tick();
-    setInterval(() => { tick(); tick(); }, 200);
+    const chain = () => { fetch("/tick?" + (n++)).then(chain, () => {}); };
+    chain();
+    chain();
     root.textContent = "spinning";
     return;
   }
