@@ -38,4 +38,4 @@ class FrontierSettings:
     max_sitemaps_per_host: int = 100  # sitemap files fetched per host in a run; more end as out_of_budget
     # URLs a due host may be leased at once as a run (core/runs.py), sent one after another by one fetch task;
     # with per_host_concurrency 1 only. 1: each URL on its own.
-    run_length: int = 8
+    run_length: int = 16
