@@ -278,10 +278,13 @@ class Renderer:
             await page.goto(state.job.url, wait_until="load", timeout=max(1.0, deadline - time.monotonic()) * 1000)
             outcome.load_ms = (time.monotonic() - started) * 1000
             state.quiet_since = time.monotonic()
-            # (quiet for render_settle within the bound: a poll that wakes late, past the deadline, does not count
-            # quiet that began too late to end before it)
-            while not (state.inflight == 0 and min(time.monotonic(), deadline) - state.quiet_since >= s.render_settle):
-                if time.monotonic() >= deadline:
+            while True:
+                now = time.monotonic()
+                # (quiet for render_settle within the bound: a poll that wakes late, past the deadline, does not
+                # count quiet that began too late to end before it)
+                if state.inflight == 0 and min(now, deadline) - state.quiet_since >= s.render_settle:
+                    break
+                if now >= deadline:
                     raise TimeoutError
                 if crashed or not handle.browser.is_connected():
                     raise _BrowserGone(crashed[0] if crashed else "the browser died")
