@@ -17,8 +17,10 @@ excluded); pages/s is pages over the command's wall time.
 
 At the margin: each run's steady window, from 10 s after its first page request to 3 s before its last (by the
 web's log), the CPU every process spent in it (the samples' differences) over the pages requested in it: what an
-additional page costs once everything is up, which decides how many machines a large crawl needs. A 10-minute run
-is ``--pages 14000`` (raycrawl's ~950 pages/s on this machine).
+additional page costs once everything is up, which decides how many machines a large crawl needs. In the same
+window, the share of the hosts' time between two of their requests more than ``RUN_GAP`` (30 ms) apart, and the
+median such gap: a no-delay host waiting between its runs, where the loop's hosts never wait. A 10-minute run is
+``--pages 28000`` (raycrawl's ~2,000 pages/s on this machine).
 
 ``--also FLAGS`` (repeatable) runs ``raycrawl crawl`` again each round with those flags added, side by side (e.g. an
 extractor: issue 47); ``--articles`` serves the test web's articles (``raycrawl/testing/articles.py``, ~4-5 KB pages
@@ -33,12 +35,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from benchmarks.cpu_use import NOT_ACTORS, CpuSampler
@@ -46,6 +51,9 @@ from raycrawl.testing import TestWeb, WebSpec
 
 MARGIN_AFTER_FIRST = 10.0  # seconds after a run's first request before its steady window starts ...
 MARGIN_BEFORE_LAST = 3.0  # ... and before its last that the window ends
+# Two requests of a host further apart than this are in two runs (the next run waited to be leased and launched):
+# within a run a no-delay host is asked again as soon as its answer is in (~5-10 ms here; the loop never waits)
+RUN_GAP = 0.03
 
 
 @dataclass
@@ -61,6 +69,10 @@ class Run:
     margin_pages: int = 0
     margin_seconds: float = 0.0
     margin_roles: dict[str, float] = field(default_factory=dict)
+    # In the same window: the share of its hosts' time between two requests more than RUN_GAP apart, and the
+    # median of those gaps (what a host waits between its runs: issue 51, benchmarks/README.md)
+    idle_share: float = float("nan")
+    median_gap: float = float("nan")
 
     def per_page(self, seconds: float) -> float:
         return 1000 * seconds / self.pages if self.pages else float("nan")
@@ -92,7 +104,28 @@ def run_command(
             run.margin_pages = sum(1 for t in times if start <= t <= end)
             run.margin_seconds = end - start
             run.margin_roles = sampler.between(start, end)
+            hosts: dict[str, list[float]] = {}
+            for r in web.requests():
+                if r["ua"] == ua and r["path"] != "/robots.txt":
+                    hosts.setdefault(r["host"], []).append(r["t"])
+            run.idle_share, run.median_gap = host_gaps(hosts.values(), start, end)
     return run
+
+
+def host_gaps(hosts: Iterable[list[float]], start: float, end: float) -> tuple[float, float]:
+    """(the share of the hosts' time in [start, end] spent in gaps longer than RUN_GAP, the median such gap) from
+    each host's request times: where a no-delay host's time goes when it is not being fetched."""
+    total = idle = 0.0
+    gaps: list[float] = []
+    for times in hosts:
+        times = sorted(times)
+        for a, b in itertools.pairwise(times):
+            if start <= a <= end:
+                total += b - a
+                if b - a > RUN_GAP:
+                    idle += b - a
+                    gaps.append(b - a)
+    return (idle / total if total else float("nan")), (statistics.median(gaps) if gaps else 0.0)
 
 
 def bare(web: TestWeb, round_: int) -> Run:
@@ -173,6 +206,9 @@ def margin_table(floor: Run, runs: list[Run]) -> str:
         lines.append(f"  {role:<26}" + "".join(f"{c:>18}" for c in cells))
     rates = [run.margin_pages / run.margin_seconds if run.margin_seconds else float("nan") for run in runs]
     lines.append(f"  {'pages/s (x loop)':<26}" + "".join(f"{f'{r:.0f} ({r / rate:.2f}x)':>18}" for r in rates))
+    gaps = [f"{run.idle_share:.0%}, {1000 * run.median_gap:.0f} ms" for run in runs]
+    lines.append(f"  {'host time in gaps, median':<26}" + "".join(f"{g:>18}" for g in gaps))
+    lines.append(f"  (the loop's hosts: {floor.idle_share:.0%} of their time in gaps over {1000 * RUN_GAP:g} ms)")
     return "\n".join(lines)
 
 
