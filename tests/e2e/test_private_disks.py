@@ -28,6 +28,7 @@ from ray_cluster import RayHead, kill_tree
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.storage import resolve
+from raycrawl.adapters.warc import epoch_of
 from raycrawl.testing import TestWeb, WebSpec
 
 
@@ -161,13 +162,23 @@ def cluster(private_cluster: PrivateCluster) -> tuple[RayHead, list[PrivateNode]
     return private_cluster.head, private_cluster.two_nodes()
 
 
-def _buffered(node: PrivateNode) -> bool:
-    """The node holds WARC records since the last cut: a buffer file with more than its warcinfo record."""
-    sizes = []
+def _buffer_files(node: PrivateNode) -> list[tuple[int, int]]:
+    """(checkpoint epoch, size) of each WARC buffer file on the node."""
+    files = []
     for f in (node.tmp() / "raycrawl-buffers").rglob("*.warc.gz"):
+        epoch = epoch_of(f)
         with contextlib.suppress(OSError):  # (a cut may delete it meanwhile)
-            sizes.append(f.stat().st_size)
-    return any(size > 4096 for size in sizes)
+            files.append((-1 if epoch is None else epoch, f.stat().st_size))
+    return files
+
+
+def _buffered(node: PrivateNode, nodes: list[PrivateNode]) -> bool:
+    """The node holds WARC records since the last cut: a buffer file of the newest epoch any node has written, with
+    more than its warcinfo record. (A file of an older epoch may be one the last cut stored and has not deleted yet:
+    a node killed holding only that loses nothing, and the crawl has nothing to roll back.)"""
+    files = {id(n): _buffer_files(n) for n in nodes}
+    newest = max((epoch for found in files.values() for epoch, _ in found), default=None)
+    return any(epoch == newest and size > 4096 for epoch, size in files[id(node)])
 
 
 def _crawl(head: RayHead, seeds: list[str], out: str, *extra: str) -> subprocess.Popen[str]:
@@ -199,8 +210,8 @@ def test_output_in_object_storage_survives_a_node_that_disappears(
     with TestWeb(spec) as web:
         proc = _crawl(head, web.graph.seeds(), s3_uri)
         wait_until(lambda: len(page_requests(web.requests())) >= 300, 300, "300 pages before a node goes")
-        wait_until(lambda: any(_buffered(n) for n in nodes), 60, "a node with WARC buffered since the last cut")
-        victim = next(n for n in nodes if _buffered(n))
+        wait_until(lambda: any(_buffered(n, nodes) for n in nodes), 60, "a node with WARC buffered since the last cut")
+        victim = next(n for n in nodes if _buffered(n, nodes))
         victim.kill()  # with its tmpfs: the WARC it buffered since the last cut is gone
         survivor = next(n for n in nodes if n is not victim)
         out, err = proc.communicate(timeout=600)
