@@ -95,7 +95,8 @@ def run_command(
     wall = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"{name} failed ({proc.returncode}):\n{out[-2000:]}\n{err[-4000:]}")
-    times = sorted(r["t"] for r in web.requests() if r["ua"] == ua and r["path"] != "/robots.txt")
+    pages = [r for r in web.requests() if r["ua"] == ua and r["path"] != "/robots.txt"]  # (one read of the log)
+    times = sorted(r["t"] for r in pages)
     roles = sampler.by_role(steady=False)
     run = Run(name, len(times), wall, sum(roles.values()), roles, out)
     if times:
@@ -105,9 +106,8 @@ def run_command(
             run.margin_seconds = end - start
             run.margin_roles = sampler.between(start, end)
             hosts: dict[str, list[float]] = {}
-            for r in web.requests():
-                if r["ua"] == ua and r["path"] != "/robots.txt":
-                    hosts.setdefault(r["host"], []).append(r["t"])
+            for r in pages:
+                hosts.setdefault(r["host"], []).append(r["t"])
             run.idle_share, run.median_gap = host_gaps(hosts.values(), start, end)
     return run
 

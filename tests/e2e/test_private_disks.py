@@ -172,13 +172,13 @@ def _buffer_files(node: PrivateNode) -> list[tuple[int, int]]:
     return files
 
 
-def _buffered(node: PrivateNode, nodes: list[PrivateNode]) -> bool:
-    """The node holds WARC records since the last cut: a buffer file of the newest epoch any node has written, with
+def _buffered(nodes: list[PrivateNode]) -> PrivateNode | None:
+    """A node that holds WARC records since the last cut: a buffer file of the newest epoch any node has written, with
     more than its warcinfo record. (A file of an older epoch may be one the last cut stored and has not deleted yet:
     a node killed holding only that loses nothing, and the crawl has nothing to roll back.)"""
-    files = {id(n): _buffer_files(n) for n in nodes}
-    newest = max((epoch for found in files.values() for epoch, _ in found), default=None)
-    return any(epoch == newest and size > 4096 for epoch, size in files[id(node)])
+    files = [(node, _buffer_files(node)) for node in nodes]
+    newest = max((epoch for _, found in files for epoch, _ in found), default=None)
+    return next((node for node, found in files if any(e == newest and size > 4096 for e, size in found)), None)
 
 
 def _crawl(head: RayHead, seeds: list[str], out: str, *extra: str) -> subprocess.Popen[str]:
@@ -210,8 +210,9 @@ def test_output_in_object_storage_survives_a_node_that_disappears(
     with TestWeb(spec) as web:
         proc = _crawl(head, web.graph.seeds(), s3_uri)
         wait_until(lambda: len(page_requests(web.requests())) >= 300, 300, "300 pages before a node goes")
-        wait_until(lambda: any(_buffered(n, nodes) for n in nodes), 60, "a node with WARC buffered since the last cut")
-        victim = next(n for n in nodes if _buffered(n, nodes))
+        wait_until(lambda: _buffered(nodes) is not None, 60, "a node with WARC buffered since the last cut")
+        victim = _buffered(nodes)
+        assert victim is not None
         victim.kill()  # with its tmpfs: the WARC it buffered since the last cut is gone
         survivor = next(n for n in nodes if n is not victim)
         out, err = proc.communicate(timeout=600)
