@@ -14,22 +14,25 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from conftest import LOOPBACK, assert_each_url_once, page_requests, wait_until, warc_page_responses
-from ray_cluster import RayHead, kill_tree
+from ray_cluster import RayHead, descendants, kill_tree
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.storage import resolve
-from raycrawl.adapters.warc import epoch_of
 from raycrawl.testing import TestWeb, WebSpec
+from raycrawl.testing.graph import WebGraph
 
 
 def _why_not() -> str | None:
@@ -84,6 +87,14 @@ class PrivateNode:
     def tmp(self) -> Path:
         """This node's /tmp, seen from outside its namespace."""
         return Path(f"/proc/{self.proc.pid}/root/tmp")
+
+    def signal_tree(self, signum: int, pids: set[int] | None = None) -> set[int]:
+        """Send ``signum`` to ``pids`` (by default: ray start and every process under it); returns them."""
+        pids = descendants({self.proc.pid}) if pids is None else pids
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
+        return pids
 
     def kill(self) -> None:
         """The node disappears: SIGKILL to ray start and everything it started."""
@@ -162,23 +173,77 @@ def cluster(private_cluster: PrivateCluster) -> tuple[RayHead, list[PrivateNode]
     return private_cluster.head, private_cluster.two_nodes()
 
 
-def _buffer_files(node: PrivateNode) -> list[tuple[int, int]]:
-    """(checkpoint epoch, size) of each WARC buffer file on the node."""
-    files = []
-    for f in (node.tmp() / "raycrawl-buffers").rglob("*.warc.gz"):
-        epoch = epoch_of(f)
-        with contextlib.suppress(OSError):  # (a cut may delete it meanwhile)
-            files.append((-1 if epoch is None else epoch, f.stat().st_size))
-    return files
+def _page(ip: str, target: str, graph: WebGraph) -> tuple[int, int] | None:
+    """(host, page) of a request to ``ip`` for ``target`` (its query left out), or None for other paths."""
+    path = urlsplit(target).path
+    page = 0 if path == "/" else int(path[3:]) if path.startswith("/p/") and path[3:].isdigit() else None
+    return None if page is None else (int(ip.rsplit(".", 1)[1]) - graph.spec.first_ip, page)
 
 
-def _buffered(nodes: list[PrivateNode]) -> PrivateNode | None:
-    """A node that holds WARC records since the last cut: a buffer file of the newest epoch any node has written, with
-    more than its warcinfo record. (A file of an older epoch may be one the last cut stored and has not deleted yet:
-    a node killed holding only that loses nothing, and the crawl has nothing to roll back.)"""
-    files = [(node, _buffer_files(node)) for node in nodes]
-    newest = max((epoch for _, found in files for epoch, _ in found), default=None)
-    return next((node for node, found in files if any(e == newest and size > 4096 for e, size in found)), None)
+def _buffered_pages(node: PrivateNode, graph: WebGraph) -> set[tuple[int, int]]:
+    """The pages with a WARC record in the node's buffer files now (the whole gzip members; a member being
+    written is left out)."""
+    pages: set[tuple[int, int]] = set()
+    for path in (node.tmp() / "raycrawl-buffers").rglob("*.warc.gz"):
+        with contextlib.suppress(OSError):
+            data, text = path.read_bytes(), bytearray()
+            while data:
+                member = zlib.decompressobj(wbits=31)
+                try:
+                    text += member.decompress(data)
+                except zlib.error:
+                    break
+                if not member.eof:
+                    break
+                data = member.unused_data
+            for url in re.findall(rb"WARC-Target-URI: (\S+)", text):
+                parts = urlsplit(url.decode())
+                found = _page(parts.hostname or "", parts.path, graph)
+                if found is not None:
+                    pages.add(found)
+    return pages
+
+
+def _holds_recorded_output(
+    node: PrivateNode, web: TestWeb, parents: dict[tuple[int, int], set[tuple[int, int]]]
+) -> bool:
+    """Whether the node's buffers hold the WARC record of a page its shard has already recorded: a page the server
+    was asked for whose every parent asked for so far has its record there -- the crawl found it in the links of one
+    of those, so that result reached its shard (which keeps its WARC span for the next cut to store). A cut stores a
+    node's buffers before it deletes them: while the node is frozen and the record is there, that cut has not
+    happened, and losing the node loses output the crawl must fetch again (a roll-back)."""
+    buffered = _buffered_pages(node, web.graph)
+    requested = {p for r in page_requests(web.requests()) if (p := _page(r["ip"], r["path"], web.graph))}
+    return any(
+        (asked := parents.get(page, set()) & requested) and asked <= buffered
+        for page in requested
+        if page[1] != 0  # (every host's root is a seed: found without a parent)
+    )
+
+
+def _kill_one_holding_recorded_output(nodes: list[PrivateNode], web: TestWeb) -> PrivateNode:
+    """Freeze each node in turn (SIGSTOP: a cut cannot store its buffers meanwhile); kill the first found holding
+    output its shard recorded since the last cut, thaw the others."""
+    spec = web.graph.spec
+    parents: dict[tuple[int, int], set[tuple[int, int]]] = {}
+    for host in range(spec.hosts):
+        for page in range(spec.pages_per_host):
+            for child in web.graph.links(host, page):
+                parents.setdefault(child, set()).add((host, page))
+    killed: list[PrivateNode] = []
+
+    def one_killed() -> bool:
+        for node in nodes:
+            frozen = node.signal_tree(signal.SIGSTOP)
+            if _holds_recorded_output(node, web, parents):
+                node.kill()
+                killed.append(node)
+                return True
+            node.signal_tree(signal.SIGCONT, frozen)
+        return False
+
+    wait_until(one_killed, 60, "a node holding WARC of a page its shard recorded since the last cut")
+    return killed[0]
 
 
 def _crawl(head: RayHead, seeds: list[str], out: str, *extra: str) -> subprocess.Popen[str]:
@@ -210,10 +275,7 @@ def test_output_in_object_storage_survives_a_node_that_disappears(
     with TestWeb(spec) as web:
         proc = _crawl(head, web.graph.seeds(), s3_uri)
         wait_until(lambda: len(page_requests(web.requests())) >= 300, 300, "300 pages before a node goes")
-        wait_until(lambda: _buffered(nodes) is not None, 60, "a node with WARC buffered since the last cut")
-        victim = _buffered(nodes)
-        assert victim is not None
-        victim.kill()  # with its tmpfs: the WARC it buffered since the last cut is gone
+        victim = _kill_one_holding_recorded_output(nodes, web)  # with its tmpfs: its WARC since the last cut is gone
         survivor = next(n for n in nodes if n is not victim)
         out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
