@@ -63,6 +63,18 @@ def kill_browsers_when(web: TestWeb, scripts: int, done: threading.Event) -> Non
         kill_descendants("chrom")
 
 
+def _why_missing(missing: set[str], by_url: dict[str, dict[str, Any]]) -> str:
+    """The pages never found, and the records of the pages whose scripts write their links (what their renders
+    said): a failure says which render gave no links, and why."""
+    parents = set()
+    for url in missing:
+        base, _, page = url.rpartition("/p/")
+        if page.isdigit():
+            parent = (int(page) - 1) // 2
+            parents.add(f"{base}/" if parent == 0 else f"{base}/p/{parent}")
+    return f"never found: {sorted(missing)}; their parents' records: {[by_url.get(p) for p in sorted(parents)]}"
+
+
 def test_auto_renders_every_shell_politely_and_a_killed_browser_loses_nothing(tmp_path: Path) -> None:
     done = threading.Event()
     with Canary(CANARY_IP) as canary, scripted_web(canary, spin=True) as web:
@@ -84,7 +96,7 @@ def test_auto_renders_every_shell_politely_and_a_killed_browser_loses_nothing(tm
     spin = web.graph.url(2, 0).rstrip("/") + "/spin"
     expected = pages_of(web, 0) | pages_of(web, 1) | pages_of(web, 2) | {spin}
     by_url = {r["url"]: r for r in records}
-    assert set(by_url) == expected
+    assert set(by_url) == expected, _why_missing(expected - set(by_url), by_url)
     assert all(r["outcome"] == "fetched" for r in records)
     for url in expected - {spin}:
         render = by_url[url]["render"]
