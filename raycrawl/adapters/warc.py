@@ -37,6 +37,7 @@ from raycrawl.core.utc_text import utc_second_and_micros
 # a 185 KB page that compresses 150x, 29 us against zlib's 615 us, for 1.4x the bytes.
 GZIP_LEVEL = 2
 GZIP_WBITS = 31  # (16 + 15: a gzip header and trailer around the deflate stream)
+FILE_BUFFER = 1 << 20  # bytes of records a WARC file holds in memory between flushes (at most: flushed as results go)
 
 
 def gzip_member(data: bytes) -> bytes:
@@ -99,8 +100,34 @@ WARC_VERSION = "1.1"  # sub-second WARC-Date, and the 1.1 revisit profiles (warc
 
 def new_record_id() -> str:
     """A random (version 4) UUID's URN: uuid.uuid4() and its str() cost twice as much, for each record."""
-    h = os.urandom(16).hex()
+    h = _random.take(32)
     return f"<urn:uuid:{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}>"
+
+
+# The operating system's random bytes, taken RANDOM_POOL at a time: os.urandom releases the GIL for its system call,
+# and in a fetch worker, whose event-loop thread holds the GIL while it works, getting it back took ~0.2-0.3 ms of
+# the calling thread's time (and ~3 us of its CPU, against ~1) per call (benchmarks/README.md, issue 51).
+RANDOM_POOL = 4096
+
+
+class _RandomHex:
+    """Hex digits of the operating system's random bytes, handed out once each."""
+
+    def __init__(self) -> None:
+        self.digits, self.taken = "", 0
+
+    def take(self, n: int) -> str:
+        if self.taken + n > len(self.digits):
+            self.digits, self.taken = os.urandom(RANDOM_POOL).hex(), 0
+        self.taken += n
+        return self.digits[self.taken - n : self.taken]
+
+    def forget(self) -> None:
+        self.digits, self.taken = "", 0
+
+
+_random = _RandomHex()
+os.register_at_fork(after_in_child=_random.forget)  # (a forked child never repeats its parent's digits)
 
 
 _VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}  # (RFC 9562: the variant's two bits are 10)
@@ -135,7 +162,9 @@ class WarcSink:
         self.epoch = epoch
         name = f"raycrawl-e{epoch:06d}-{socket.gethostname()}-{os.getpid()}-{int(time.time() * 1000)}.warc.gz"
         self.path = Path(directory) / name
-        self._file = self.path.open("ab")
+        # (written through a buffer of its own size, flushed when results go out: a write to the file releases the
+        # GIL, which a fetch worker's other thread then holds for up to its switch interval, as os.urandom's does)
+        self._file = self.path.open("ab", buffering=FILE_BUFFER)
         fields = info or {"software": "raycrawl"}
         self._warcinfo_id = new_record_id()
         content = "".join(f"{k}: {v}\r\n" for k, v in fields.items()).encode()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
+import uuid
 import zlib
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
-from raycrawl.adapters.warc import HttpStatus, WarcSink, warc_date
+from raycrawl.adapters.warc import RANDOM_POOL, HttpStatus, WarcSink, new_record_id, warc_date
 from raycrawl.core.revisits import payload_digest
 
 
@@ -119,3 +121,22 @@ def test_a_warc_date_of_another_second_is_not_the_one_before() -> None:
 @given(st.binary(max_size=2048))
 def test_a_payload_digest_is_sha1_in_base32_as_warcio_writes_it(body: bytes) -> None:
     assert payload_digest(body) == "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+def test_record_ids_are_version_4_uuids_never_repeated_nor_shared_with_a_forked_child() -> None:
+    ids = [new_record_id() for _ in range(3 * RANDOM_POOL // 16)]  # (past the pool's end, more than once)
+    assert len(set(ids)) == len(ids)
+    for record_id in ids[:50] + ids[-50:]:
+        assert record_id.startswith("<urn:uuid:") and record_id.endswith(">")
+        parsed = uuid.UUID(record_id[len("<urn:uuid:") : -1])
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # (the child: its next ids, to the parent)
+        os.write(write, " ".join(new_record_id() for _ in range(20)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        child = pipe.read().split()
+    assert len(child) == 20 and not set(child) & {new_record_id() for _ in range(20)}
