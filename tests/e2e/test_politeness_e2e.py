@@ -118,9 +118,11 @@ def test_retry_after_blocks_only_that_host(tmp_path: Path, profile: str) -> None
     i = next(i for i, r in enumerate(slowed) if r["status"] == 429)
     t429 = slowed[i]["t"]
     assert slowed[i + 1]["t"] - t429 >= 3.0
-    for other in (1, 2, 3):  # other hosts kept their pace during those 3 s
+    for other in (1, 2, 3):  # other hosts were not held by that host's Retry-After during those 3 s
         during = [r for r in hosts[web.graph.ip(other)] if t429 <= r["t"] <= t429 + 3.0]
-        assert len(during) >= 10, (other, len(during))
+        # (30 at their 0.1 s delay on an idle machine; a loaded CI machine once stalled one for 2.5 s of the 3:
+        # 9 requests. Held, a host would have none.)
+        assert len(during) >= 5, (other, len(during))
     assert_each_url_once(records)
     assert Counter(r["outcome"] for r in records)["fetched"] == 4 * 25  # the 429'd page was fetched on retry
 

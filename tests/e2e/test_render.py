@@ -80,8 +80,11 @@ def test_auto_renders_every_shell_politely_and_a_killed_browser_loses_nothing(tm
     with Canary(CANARY_IP) as canary, scripted_web(canary, spin=True) as web:
         # (a render's bound with room for a loaded machine: every page but the spinning one must settle within it,
         # the page in hand when the browsers are killed on its second browser too -- 4 s lost one under CI's load)
+        # (and a request budget the spinning page cannot spend within the bound: its two chains send one request
+        # each DELAY, so the default 50 ran out at ~9.8 s, and the page settled before the 10 s bound once in CI)
         cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path / "out"), delay=DELAY, render="auto",
-                           render_timeout=RENDER_BOUND, render_screenshots=True)  # fmt: skip
+                           render_timeout=RENDER_BOUND, render_screenshots=True,
+                           render_max_requests=4 * int(RENDER_BOUND / DELAY))  # fmt: skip
         killer = threading.Thread(target=kill_browsers_when, args=(web, 6, done), daemon=True)
         killer.start()
         try:
