@@ -12,14 +12,13 @@ cluster.yaml).
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import LOOPBACK, assert_each_url_once, page_requests, wait_until, warc_page_responses
 from ray_cluster import RayHead, descendants, kill_tree
+from warcio.archiveiterator import ArchiveIterator
 
 from raycrawl.adapters.output import read_pages
 from raycrawl.adapters.storage import resolve
@@ -181,23 +181,16 @@ def _page(ip: str, target: str, graph: WebGraph) -> tuple[int, int] | None:
 
 
 def _buffered_pages(node: PrivateNode, graph: WebGraph) -> set[tuple[int, int]]:
-    """The pages with a WARC record in the node's buffer files now (the whole gzip members; a member being
-    written is left out)."""
+    """The pages with a WARC record in the node's buffer files now (warcio leaves out a record being written)."""
     pages: set[tuple[int, int]] = set()
     for path in (node.tmp() / "raycrawl-buffers").rglob("*.warc.gz"):
-        with contextlib.suppress(OSError):
-            data, text = path.read_bytes(), bytearray()
-            while data:
-                member = zlib.decompressobj(wbits=31)
-                try:
-                    text += member.decompress(data)
-                except zlib.error:
-                    break
-                if not member.eof:
-                    break
-                data = member.unused_data
-            for url in re.findall(rb"WARC-Target-URI: (\S+)", text):
-                parts = urlsplit(url.decode())
+        try:
+            data = path.read_bytes()
+        except OSError:  # (a cut deleted it meanwhile)
+            continue
+        with contextlib.suppress(Exception):  # (the records read before one it cannot read are kept)
+            for rec in ArchiveIterator(io.BytesIO(data)):
+                parts = urlsplit(rec.rec_headers.get_header("WARC-Target-URI") or "")
                 found = _page(parts.hostname or "", parts.path, graph)
                 if found is not None:
                     pages.add(found)
@@ -205,15 +198,17 @@ def _buffered_pages(node: PrivateNode, graph: WebGraph) -> set[tuple[int, int]]:
 
 
 def _holds_recorded_output(
-    node: PrivateNode, web: TestWeb, parents: dict[tuple[int, int], set[tuple[int, int]]]
+    node: PrivateNode,
+    graph: WebGraph,
+    requested: set[tuple[int, int]],
+    parents: dict[tuple[int, int], set[tuple[int, int]]],
 ) -> bool:
     """Whether the node's buffers hold the WARC record of a page its shard has already recorded: a page the server
-    was asked for whose every parent asked for so far has its record there -- the crawl found it in the links of one
-    of those, so that result reached its shard (which keeps its WARC span for the next cut to store). A cut stores a
-    node's buffers before it deletes them: while the node is frozen and the record is there, that cut has not
-    happened, and losing the node loses output the crawl must fetch again (a roll-back)."""
-    buffered = _buffered_pages(node, web.graph)
-    requested = {p for r in page_requests(web.requests()) if (p := _page(r["ip"], r["path"], web.graph))}
+    was asked for (``requested``) whose every parent asked for by then has its record there -- the crawl found it in
+    the links of one of those, so that result reached its shard (which keeps its WARC span for the next cut to
+    store). A cut stores a node's buffers before it deletes them: while the node is frozen and the record is there,
+    that cut has not happened, and losing the node loses output the crawl must fetch again (a roll-back)."""
+    buffered = _buffered_pages(node, graph)
     return any(
         (asked := parents.get(page, set()) & requested) and asked <= buffered
         for page in requested
@@ -224,18 +219,21 @@ def _holds_recorded_output(
 def _kill_one_holding_recorded_output(nodes: list[PrivateNode], web: TestWeb) -> PrivateNode:
     """Freeze each node in turn (SIGSTOP: a cut cannot store its buffers meanwhile); kill the first found holding
     output its shard recorded since the last cut, thaw the others."""
-    spec = web.graph.spec
+    graph, spec = web.graph, web.graph.spec
     parents: dict[tuple[int, int], set[tuple[int, int]]] = {}
     for host in range(spec.hosts):
         for page in range(spec.pages_per_host):
-            for child in web.graph.links(host, page):
+            for child in graph.links(host, page):
                 parents.setdefault(child, set()).add((host, page))
     killed: list[PrivateNode] = []
 
     def one_killed() -> bool:
+        # (the server's log read once a look, before any node is frozen: a page in it was found through a parent
+        # asked for before it, so that parent is in it too)
+        requested = {p for r in page_requests(web.requests()) if (p := _page(r["ip"], r["path"], graph))}
         for node in nodes:
             frozen = node.signal_tree(signal.SIGSTOP)
-            if _holds_recorded_output(node, web, parents):
+            if _holds_recorded_output(node, graph, requested, parents):
                 node.kill()
                 killed.append(node)
                 return True

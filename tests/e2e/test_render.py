@@ -24,6 +24,7 @@ from raycrawl.core.render_jobs import RenderJob, RenderSettings
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.canary import Canary
 from raycrawl.testing.process import gaps_by_host, kill_descendants
+from raycrawl.testing.scripted import links_of
 
 pytestmark = pytest.mark.usefixtures("ray_local")
 PAGES = 7
@@ -69,8 +70,8 @@ def _why_missing(missing: set[str], by_url: dict[str, dict[str, Any]]) -> str:
     parents = set()
     for url in missing:
         base, _, page = url.rpartition("/p/")
-        if page.isdigit():
-            parent = (int(page) - 1) // 2
+        if page.isdigit():  # (the script's links: testing/scripted.py)
+            parent = next(i for i in range(PAGES) if f"/p/{page}" in links_of(i, PAGES, spin=False))
             parents.add(f"{base}/" if parent == 0 else f"{base}/p/{parent}")
     return f"never found: {sorted(missing)}; their parents' records: {[by_url.get(p) for p in sorted(parents)]}"
 
