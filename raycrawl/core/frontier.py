@@ -96,6 +96,7 @@ class FrontierShard:
         self.hosts: dict[str, HostState] = {}
         self._terminals: list[Terminal] = []
         self._discovered: list[Link] = []  # sitemaps named by robots.txt files, for the shard to route
+        self._came_due: list[str] = []  # revisits released since take_came_due, for the shard to renew their marks
         self._paused: set[str] = set()  # hosts with a pause reason: few, so their queues can be summed often
         self._next_eviction = clock() + EVICT_EVERY
 
@@ -141,6 +142,11 @@ class FrontierShard:
         out, self._terminals = self._terminals, []
         return out
 
+    def take_came_due(self) -> list[str]:
+        """The URLs of revisits that came due (joined their hosts' queues) since the last call."""
+        out, self._came_due = self._came_due, []
+        return out
+
     def take_discovered(self) -> list[Link]:
         """Links the frontier found itself (robots.txt Sitemap: lines): screened and deduplicated like any."""
         out, self._discovered = self._discovered, []
@@ -182,6 +188,7 @@ class FrontierShard:
         due = self.queues.due.take_due(until, RELEASE_BOUND)
         if due:
             self.counters["revisits_due"] += len(due)
+            self._came_due.extend(entry.url for entry in due)
             self.push(due, revisits=True)
 
     def apply_hints(self, hints: dict[str, SitemapHint]) -> None:

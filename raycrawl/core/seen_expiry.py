@@ -5,8 +5,8 @@ Time is cut in spans of ``ttl / SPANS``; each span's marks go to a seen-set of t
 *generation*, as time-bucketed filters keep them). A fingerprint is seen while any live generation holds it, and a
 generation dies ``SPANS`` spans after its own: a mark lasts at least ``ttl`` and less than ``ttl * (1 + 1/SPANS)``,
 and expiring is dropping a whole generation (nothing per fingerprint). ``touch`` renews marks (a continuous
-crawl's shard renews the URLs it schedules again, core/shard_work.py, so a URL on the schedule never comes back as
-new through a link as well).
+crawl's shard renews the URLs it schedules again, and again as they come due, core/shard_work.py, so a URL on the
+schedule never comes back as new through a link as well).
 
 Saved whole as every live generation with its span; what changed since the last save is the fingerprints added or
 touched, replayed as touches (into the generation of the restore's time: a mark restored lasts a little longer, never

@@ -128,6 +128,12 @@ class ShardWork:
             shard.drain(drain)
         self._end_terminals()
         leases = shard.lease(quota, horizon) if quota > 0 else []
+        came_due = shard.take_came_due()
+        if came_due and self.setup.seen_ttl is not None:
+            # Renewed again as it comes due, not only when it was scheduled: a URL that waits past its due time --
+            # a crawl resumed after a stop, a slow start, a backlog -- keeps its mark until it is fetched, so a link
+            # to it found meanwhile does not queue it a second time (core/seen_expiry.py).
+            self.router.touch(came_due)
         if quota <= 0:
             shard.settle_budget()  # (slots shared with other crawls go back even while this one leases nothing)
         if leases:

@@ -207,3 +207,41 @@ def test_a_continuous_crawl_s_shard_schedules_pages_again_by_what_they_did_and_r
     assert records[-1]["outcome"] == "gone" and w.frontier.scheduled == 0
     host = w.frontier.host_table()[0]
     assert (host["revisits"], host["change_rate"]) == (1, 0.0)
+
+
+def test_a_revisit_that_waited_past_its_mark_s_expiry_is_renewed_as_it_comes_due_and_not_queued_twice() -> None:
+    """A continuous crawl resumed after a stop longer than the seen-set's ttl (or running behind): the pages on
+    its schedule are overdue and their marks gone. Each is renewed as it comes due, so a link to it found before
+    it is fetched again -- its site's "/" is overdue too -- does not queue it a second time."""
+    import dataclasses
+
+    from raycrawl.core.revisit_schedule import RevisitPolicy
+    from raycrawl.core.seen_expiry import ExpiringSeenSet
+
+    records: list[dict[str, Any]] = []
+    clock = FakeClock()
+    ttl, every = 8.0, 6.0
+    policy = RevisitPolicy(True, "fixed", revisit_after=every, revisit_min=1.0, revisit_max=every)
+    continuous = dataclasses.replace(setup(partitions=1), revisit=policy, seen_ttl=ttl)
+    w = ShardWork(0, continuous, records.extend, clock=clock)
+    seen = ExpiringSeenSet(ExactSeenSet, ttl, clock)
+    home, page = url_of_shard(0), url_of_shard(0, path="/page")
+    seen.add_new([fingerprint(home), fingerprint(page)])  # (both found by the crawl)
+    first = lease_page(w, page)
+    w.settle([page_result(first, [])])
+    for fps in w.router.take_touches().values():
+        seen.touch(fps)
+    assert w.frontier.scheduled == 1
+
+    clock.now += 5 * ttl  # (stopped, or behind: the mark renewed when it was scheduled is gone)
+    leases, _ = w.lease(10, 0.0, None, 2)
+    assert [lease.entry.url for lease in leases] == [page]
+    for fps in w.router.take_touches().values():
+        seen.touch(fps)
+
+    clock.now += 0.5
+    w.offer([(page, 1, home, (), None, "page", 0.0)])  # its site's "/" links to it
+    shares = w.take_shares()
+    assert list(shares) == [0]
+    assert w.answered(0, shares[0], bytes(seen.add_new(shares[0].fingerprints))) == {}  # (its own host's)
+    assert w.frontier.queued == 0 and w.frontier.leased == 1  # (leased once, not queued again)
