@@ -10,6 +10,7 @@ import pytest
 from conftest import assert_each_url_once, local_config, page_requests, run
 
 from raycrawl.config import DEFAULT_TRACKING_PARAMS
+from raycrawl.core.runs import run_size
 from raycrawl.core.urls import canonicalize
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
@@ -82,9 +83,13 @@ def test_time_limit(tmp_path: Path) -> None:
         summary, records = run(cfg)
         requests = web.requests()
     assert summary["stop_reason"] == "time limit reached"
-    span = max(r["t"] for r in requests) - min(r["t"] for r in requests)
-    # Nothing is leased after the limit; what was already leased (up to lease_horizon ahead) still goes out.
-    assert span <= 3 + cfg.lease_horizon + 0.5
+    # Nothing is leased after the limit; what was already leased still goes out: one run a host at most (with a
+    # 0.5 s delay, one URL: a run takes what the delay fits in the lease horizon, core/runs.py). When it goes out is
+    # the machine's (a fetch task started late sends late: 0.8 s past the horizon once in CI), so the bound is on
+    # how many requests come after the limit, not on when. (The crawl's clock starts before its first request.)
+    limit = min(r["t"] for r in requests) + 3 + cfg.lease_horizon
+    late = Counter(r["host"] for r in requests if r["t"] > limit)
+    assert all(n <= run_size(cfg.run_length, 0.5, cfg.lease_horizon) for n in late.values()), late
     assert_each_url_once(records)
     assert Counter(r["outcome"] for r in records)["out_of_budget"] == 0
     assert summary["left_queued"] > 0 and summary["resumable"]

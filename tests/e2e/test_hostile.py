@@ -162,13 +162,14 @@ def test_the_hostile_web_is_bounded_counted_and_never_fatal(tmp_path: Path) -> N
     assert len(normal) == 3 * spec.pages_per_host
     assert min(min(g) for g in gaps.values()) >= DELAY
     # While the drip held a fetch for its whole deadline, each ordinary host still being crawled kept going:
-    # requests inside every drip window (its ideal is DEADLINE / DELAY = 20; a host the drip blocked would have
-    # none). How close to the ideal is for the benchmarks to measure, not for a test on a shared machine.
-    for start in drips:
-        for host, times in by_host(normal).items():
-            if max(times) > start + DEADLINE:
-                inside = sum(1 for t in times if start <= t <= start + DEADLINE)
-                assert inside >= 0.1 * DEADLINE / DELAY, (host, start, inside)
+    # requests inside the drip windows (the ideal is DEADLINE / DELAY = 20 a window; a host the drip blocked would
+    # have none in any of them). Counted over the windows together: a loaded machine once stalled one host for a
+    # whole window (CI, two tests side by side), which a blocked host would not tell apart from. How close to the
+    # ideal is for the benchmarks to measure, not for a test on a shared machine.
+    for host, times in by_host(normal).items():
+        windows = [start for start in drips if max(times) > start + DEADLINE]
+        inside = {start: sum(1 for t in times if start <= t <= start + DEADLINE) for start in windows}
+        assert sum(inside.values()) >= 0.1 * len(windows) * DEADLINE / DELAY, (host, inside)
 
     # 4. No credential, no non-http(s) URL, nothing disallowed or out of scope, anywhere.
     assert all(r["url"].startswith(("http://", "https://")) for r in records.values())

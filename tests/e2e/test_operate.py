@@ -16,6 +16,9 @@ from typing import Any
 from conftest import REPO, wait_until
 from ray_cluster import RayHead
 
+from raycrawl.core.crawl_loop import LoopSettings
+from raycrawl.core.frontier_settings import FrontierSettings
+from raycrawl.core.runs import run_size
 from raycrawl.testing import TestWeb, WebSpec
 from raycrawl.testing.process import gaps_by_host
 
@@ -55,8 +58,10 @@ def requests_to(requests: list[dict[str, Any]], ip: str, after: float = 0.0) -> 
 def assert_steered(web: TestWeb, paused_at: float, delayed_at: float) -> None:
     """Host 1 paused, host 2 slowed to NEW_DELAY, host 4 added by a seed: what the server saw."""
     requests = web.requests()
-    # (a lease handed out before the pause may still be sent, within the lease horizon)
-    assert requests_to(requests, web.graph.ip(1), paused_at + 1.0) == []
+    # Leases handed out before the pause may still be sent -- one run, at most what DELAY fits in the lease horizon
+    # (core/runs.py), late on a loaded machine (1.0 s after the pause once in CI) -- and nothing after them.
+    after_pause = requests_to(requests, web.graph.ip(1), paused_at)
+    assert len(after_pause) <= run_size(FrontierSettings().run_length, DELAY, LoopSettings().lease_horizon), after_pause
     slowed = requests_to(requests, web.graph.ip(2), delayed_at + 1.0)
     assert len(slowed) >= 2
     assert min(gaps_by_host(slowed)[web.graph.ip(2)]) >= NEW_DELAY - 0.01
