@@ -109,8 +109,9 @@ class FrontierShardActor:
 
     def _route(self, shares: dict[int, PartitionShare], touches: dict[int, list[int]] | None = None) -> None:
         # Marks to renew go with the round's questions, and are waited for with them: a checkpoint cut after this
-        # round holds them. (A partition that died takes them with it: a renewal lost costs at most a URL queued
-        # twice once its mark expires.)
+        # round holds them. They are submitted first: a partition runs one caller's calls in order, so a mark is
+        # renewed before a link to it asked in the same round is answered. (A partition that died takes them with
+        # it: a renewal lost costs at most a URL queued twice once its mark expires.)
         renewals = [self._partitions[p].touch.remote(pack_fingerprints(fps)) for p, fps in (touches or {}).items()]
         if not shares:
             if renewals:
