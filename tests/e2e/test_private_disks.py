@@ -269,9 +269,11 @@ def test_output_in_object_storage_survives_a_node_that_disappears(
     cluster: tuple[RayHead, list[PrivateNode]], s3_uri: str
 ) -> None:
     head, nodes = cluster
-    spec = WebSpec(hosts=12, pages_per_host=100, page_bytes=300)
+    # (twice the pages and cuts 4 s apart: more looks, and more output between two cuts for one to find, before the
+    # crawl ends -- once in CI none was found in the ~10 s the 1,200 pages of a smaller crawl left after the first 300)
+    spec = WebSpec(hosts=12, pages_per_host=200, page_bytes=300)
     with TestWeb(spec) as web:
-        proc = _crawl(head, web.graph.seeds(), s3_uri)
+        proc = _crawl(head, web.graph.seeds(), s3_uri, "--checkpoint-interval", "4")
         wait_until(lambda: len(page_requests(web.requests())) >= 300, 300, "300 pages before a node goes")
         victim = _kill_one_holding_recorded_output(nodes, web)  # with its tmpfs: its WARC since the last cut is gone
         survivor = next(n for n in nodes if n is not victim)
