@@ -187,6 +187,9 @@ class Renderer:
                     async with asyncio.timeout(self.settings.render_timeout + ATTEMPT_SLACK):
                         outcome = await self._render_on(handle, state, time.monotonic())
                     outcome.total_ms = (time.monotonic() - started) * 1000
+                except PlaywrightError as exc:  # (none is expected here: the page ends as fetched, with the reason)
+                    return RenderOutcome(reason=f"render failed: {_short(exc)}", restarts=attempt,
+                                         total_ms=(time.monotonic() - started) * 1000)  # fmt: skip
                 except (_BrowserGone, TimeoutError) as exc:
                     if isinstance(exc, TimeoutError):
                         exc = _BrowserGone(
@@ -235,8 +238,11 @@ class Renderer:
         outcome = RenderOutcome()
         watch = asyncio.ensure_future(self._memory_watch())
         try:
-            await context.route("**/*", lambda route: self._route(route, state))
-            page = await context.new_page()
+            try:  # (a browser killed after the context was made fails the next call: TargetClosedError)
+                await context.route("**/*", lambda route: self._route(route, state))
+                page = await context.new_page()
+            except PlaywrightError as exc:
+                raise _BrowserGone(_short(exc)) from None
             page.on("crash", lambda _: crashed.append("the page crashed"))
             loading = asyncio.ensure_future(self._load_and_settle(page, handle, state, started, outcome, crashed))
             await asyncio.wait({loading, watch}, return_when=asyncio.FIRST_COMPLETED)
