@@ -176,12 +176,15 @@ class LinkRouter:
 
     def succeed(self, handovers: Sequence[Handover], marks: Mapping[int, Sequence[int]], incarnation: int) -> None:
         """This shard is a lost one's successor, restored from the last checkpoint: the batch counts go on from
-        what the others sent and got, and what its predecessor took as new since (``marks``, by partition) is
-        its own log again; those no other shard got are to be found again (``reclaim``)."""
+        what the others sent and got (and what they sent here since their hand-overs), and what its predecessor
+        took as new since (``marks``, by partition) is its own log again; those no other shard got are to be found
+        again (``reclaim``)."""
         self.incarnation = incarnation
         got_by_others: set[int] = set()
         for h in handovers:
-            self.received[h.shard], self.sent[h.shard] = h.sent_to_lost, h.got_from_lost
+            # (a live shard sends here from its hand-over on: what came before this call is counted on top)
+            self.received[h.shard] += h.sent_to_lost
+            self.sent[h.shard] = h.got_from_lost
             got_by_others.update(h.got_fingerprints)
         for partition, fps in marks.items():
             self._log[partition] = list(fps)

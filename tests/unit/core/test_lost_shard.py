@@ -112,6 +112,37 @@ def test_the_successor_gets_what_was_sent_and_finds_its_own_links_again_once() -
     assert all_delivered([s0.sent, s1.sent], [s0.received, s1.received])
 
 
+def test_a_batch_that_reaches_the_successor_before_it_takes_over_is_counted() -> None:
+    # (a live shard sends its new URLs to the successor from its hand-over on; one that settles a page before the
+    # coordinator's succeed reaches the successor delivers a batch first: if succeed then set its count to the
+    # hand-over's, the counts never agreed again -- the crawl never at rest, no checkpoint, no stop)
+    (w0, _, _), (w1, _, _) = work(0), work(1)
+    shards = [w0, w1]
+    parts = [SeenPartition("exact", 1000, 0.01) for _ in range(PARTITIONS)]
+    saved = w1.frontier.snapshot()
+    for w in shards:
+        w.checkpointed()
+    before = url_of_shard(1, path="/before")
+    settle_page(w0, url_of_shard(0, path="/a"), [before], 1)
+    deliver(shards, w0, ask(parts, w0, w0.take_shares()))
+
+    successor, _, _ = work(1)
+    successor.frontier.restore(saved)
+    answers = [part.lost_shard(1, 2, 1) for part in parts]
+    handover = w0.hand_over(1, 1)
+    shards[1] = successor
+    early = url_of_shard(1, path="/early")
+    settle_page(w0, url_of_shard(0, path="/b"), [early], 20)
+    deliver(shards, w0, ask(parts, w0, w0.take_shares()))  # (before the successor is told to take over)
+    marks = {p: array("Q", packed).tolist() for p, (packed, _) in enumerate(answers)}
+    successor.succeed([handover], marks, 1)
+
+    assert {before, early} <= queued_urls(successor)
+    _, s0 = w0.lease(0, 0.0, None, 200)
+    _, s1 = successor.lease(0, 0.0, None, 200)
+    assert all_delivered([s0.sent, s1.sent], [s0.received, s1.received])
+
+
 def test_an_ask_of_a_lost_incarnation_marks_nothing() -> None:
     part = SeenPartition("exact", 1000, 0.01)
     packed = array("Q", [7, 8]).tobytes()
