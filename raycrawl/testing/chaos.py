@@ -99,6 +99,7 @@ def chaos_crawl(seconds: float, every: tuple[float, float], seed: int = 1, hosts
         cfg = CrawlConfig(seeds=seeds, out=out, delay=delay, revisit=True, revisit_after=20.0,
                           revisit_min=10.0, revisit_max=40.0, checkpoint_interval=5.0, render_rules=rendered,
                           allow_network=("127.0.0.0/8",), quiet=True)  # fmt: skip
+        began = time.time()
         crawl = Crawl(cfg).start()
         chaos = Chaos(every, seed).start()
         started = time.monotonic()
@@ -132,10 +133,21 @@ def chaos_crawl(seconds: float, every: tuple[float, float], seed: int = 1, hosts
         "state_when_the_chaos_stopped": state,
         "requests": len(requests),
         "records": len(records),
+        "outcomes": dict(Counter(r["outcome"] for r in records)),
+        # (URLs whose every record is an error: dead letters -- their links never found)
+        "errors": sorted({r["url"]: r.get("error") for r in records if r["url"] not in fetched}.items())[:20],
         "reachable": len(reachable),
         "lost": len(lost),
         # (a few of them, with the outcomes their records say, if any: what to look at first)
         "lost_for_example": {url: [r["outcome"] for r in records if r["url"] == url] for url in lost[:5]},
+        # (a lost URL the server saw was fetched and its record lost; one it never saw was lost from the frontier)
+        "lost_but_asked": sum(1 for url in lost if asked.get(url)),
+        "lost_urls": lost[:100],
+        # (what happened when, in seconds from the start: a loss is read against it)
+        "timeline": sorted(
+            [(round(at - began, 1), f"killed: {kind}") for at, kind in chaos.kills]
+            + [(round(r["at"] - began, 1), f"{r['kind']}: {r['cause']}") for r in summary.get("recoveries", [])]
+        ),
         "written_twice": sum(1 for url, n in written.items() if n > asked.get(url, 0)),
         "warc_written_twice": sum(1 for url, n in warc.items() if n > asked.get(url, 0)),
         "gaps_under_the_delay": too_close,
