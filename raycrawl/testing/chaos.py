@@ -152,6 +152,9 @@ def chaos_crawl(seconds: float, every: tuple[float, float], seed: int = 1, hosts
         "warc_written_twice": sum(1 for url, n in warc.items() if n > asked.get(url, 0)),
         "gaps_under_the_delay": too_close,
         "stop_reason": summary.get("stop_reason"),
+        # (what the crawl still held at its stop: a lost URL queued there was stuck, not lost)
+        "left": {k: summary.get(k) for k in ("left_queued", "paused_hosts", "closed_hosts")}
+        | {"events": {k: v for k, v in summary.get("events", {}).items() if "recover" in k or "roll" in k}},
     }
 
 
