@@ -155,8 +155,7 @@ class Coordinator:
     def _new_crew(self) -> Crew:
         renderers = self.render_pool.actors if self.render_pool is not None else []
         crew = Crew(*self._crew_parts(), self._placement, renderers)
-        crew.add_scope_hosts(self.scope.seed_hosts())
-        crew.register(self._started_at)
+        crew.join(self.scope.seed_hosts(), self._started_at)
         return crew
 
     def _widen_scope(self, urls: Sequence[str] = (), hosts: Sequence[str] = ()) -> None:

@@ -6,7 +6,6 @@ core/checkpoint_sequence.py's; these methods make the calls.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -15,11 +14,11 @@ import ray
 
 from raycrawl.actors import checkpoints, crew_registry
 from raycrawl.actors.output_cut import OutputLost, OutputUnwritable
-from raycrawl.actors.placement import ACTOR_LOST
+from raycrawl.actors.placement import ACTOR_LOST, made_despite_losses
 from raycrawl.actors.settings import loop_settings
 from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.config import saved_settings
-from raycrawl.core.checkpoint_sequence import drain_seconds, rollback_pause
+from raycrawl.core.checkpoint_sequence import drain_seconds
 from raycrawl.core.checkpoint_state import CheckpointState
 from raycrawl.core.crawl_loop import CrawlLoop, StagedBatch
 from raycrawl.core.records import UrlEntry
@@ -170,17 +169,9 @@ class CheckpointsAndRollbacks:
         # The nodes of the actors that are gone (or do not answer: a node Ray has not yet noticed is lost) get none
         # of the new ones.
         self.c._placement.avoid(self.c.crew.lost_nodes())
-        for attempt in itertools.count():
-            try:
-                self._recreate_and_restore(rollbacks)
-                break
-            except ACTOR_LOST:
-                # A new actor placed on a node that is dying (Ray notices a lost node only after missed
-                # heartbeats) dies too: let Ray catch up, then place them again. Each try starts from scratch.
-                pause = rollback_pause(attempt)
-                if pause is None:
-                    raise
-                time.sleep(pause)
+        # (a new actor placed on a node that is dying -- Ray notices a lost node only after missed heartbeats -- dies
+        # too: Ray catches up during the pause, and each try starts from scratch)
+        made_despite_losses(lambda: self._recreate_and_restore(rollbacks))
         self.c.stats.events["rollbacks"] = rollbacks
 
     # --- a coordinator made again ------------------------------------------------------------------

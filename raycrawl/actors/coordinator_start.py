@@ -14,6 +14,7 @@ import ray
 
 from raycrawl.actors import crew_registry
 from raycrawl.actors.crew import Crew
+from raycrawl.actors.placement import made_despite_losses
 from raycrawl.adapters.output import page_parts
 from raycrawl.core.dead_letters import BUDGET_OUTCOMES, QUARANTINED, RETRIED_OUTCOMES
 from raycrawl.core.recrawl import recrawl_links
@@ -87,4 +88,6 @@ def take_crew(c: Coordinator, record: crew_registry.CrewRecord | None) -> Crew:
     c.adopted = found is not None
     if record is not None and found is None:
         crew_registry.kill(record)  # (what is left of it: a crew is made anew, from the last checkpoint)
-    return found or c._new_crew()
+    # (a crew's actor killed while it is made -- chaos, a node going -- must not fail this constructor: Ray never
+    # makes again an actor whose constructor raised, and the crawl would end)
+    return found or made_despite_losses(c._new_crew)

@@ -71,7 +71,12 @@ class Crew:
             makers += [self._partition_maker(p) for p in range(setup.partitions)]
             actors, nodes = self.placement.place(makers)
             self.shards, self.partitions, self.nodes = actors[: setup.shards], actors[setup.shards :], nodes
-            ray.get([s.connect.remote(self.shards, self.partitions) for s in self.shards])
+            try:
+                ray.get([s.connect.remote(self.shards, self.partitions) for s in self.shards])
+            except ACTOR_LOST:  # (one died as it was made: the others, detached, would idle until the crawl ends)
+                for actor in actors:
+                    ray.kill(actor)
+                raise
         # The handles fetch tasks take (shards for results, partitions for payload claims, render actors for pages
         # to render): put once, since pickling actor handles for every task costs; again when a partition is rebuilt.
         self.handles = ray.put((self.shards, self.partitions, self.renderers))
@@ -104,6 +109,16 @@ class Crew:
         else:
             crew.launcher_name, crew.launcher = record.launcher, launcher[0]
         return crew
+
+    def join(self, scope_hosts: list[str], started_at: float) -> None:
+        """A new crew takes the crawl's scope and its record; one of its actors lost meanwhile: all of it ends (the
+        caller makes another: placement.py ``made_despite_losses``)."""
+        try:
+            self.add_scope_hosts(scope_hosts)
+            self.register(started_at)
+        except ACTOR_LOST:
+            self.kill()
+            raise
 
     def register(self, started_at: float | None = None) -> None:
         """Keep the crew's names where a restarted coordinator finds them (crew_registry.py)."""

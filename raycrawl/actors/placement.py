@@ -22,12 +22,15 @@ never requested, so a cluster that declares none still crawls.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 import ray
 from ray.exceptions import ActorUnschedulableError, RayActorError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from raycrawl.core.checkpoint_sequence import rollback_pause
 
 # What a call to an actor raises when the actor is gone or can never start: both mean "lost".
 ACTOR_LOST: tuple[type[Exception], ...] = (RayActorError, ActorUnschedulableError)
@@ -38,6 +41,22 @@ HEAD_RESOURCE = "node:__internal_head__"
 
 # Makes one actor with the scheduling strategy it is given.
 ActorMaker = Callable[[Any], Any]
+Made = TypeVar("Made")
+
+
+def made_despite_losses(make: Callable[[], Made], sleep: Callable[[float], None] = time.sleep) -> Made:
+    """``make()`` -- a crew, made or restored -- tried again while an actor it makes dies under it (a process
+    killed, a node Ray has not yet noticed is going), after a growing pause (core/checkpoint_sequence.py
+    ``rollback_pause``); the last loss is raised when the tries are spent."""
+    for attempt in itertools.count():
+        try:
+            return make()
+        except ACTOR_LOST:
+            pause = rollback_pause(attempt)
+            if pause is None:
+                raise
+            sleep(pause)
+    raise AssertionError("unreachable")  # (for mypy: the loop returns or raises)
 
 
 class Placement:

@@ -115,6 +115,21 @@ def chaos_crawl(seconds: float, every: tuple[float, float], seed: int = 1, hosts
         warc = _warc_responses(out)
         every_request = web.requests()
         reachable = set(web.graph.reachable([(h, 0) for h in range(spec.hosts)]))
+    ran = {"seconds": seconds, "delay": delay, "began": began, "state": state}
+    return _report(ran, chaos, summary, records, warc, every_request, reachable)
+
+
+def _report(
+    ran: dict[str, Any],
+    chaos: Chaos,
+    summary: dict[str, Any],
+    records: list[dict[str, Any]],
+    warc: Counter[str],
+    every_request: list[dict[str, Any]],
+    reachable: set[str],
+) -> dict[str, Any]:
+    """The run judged (see the module's docstring)."""
+    seconds, delay, began, state = ran["seconds"], ran["delay"], ran["began"], ran["state"]
     requests = [r for r in every_request if r["path"] != "/robots.txt"]
     # (pages are asked for as their links spell them: the test web's only query is a tracking one, the canonical
     # URL's the same without it)
