@@ -228,7 +228,9 @@ class CheckpointsAndRollbacks:
         self.c.crew.kill()
         started, seeds = self.c.stats.started_at, self.c.stats.seeds
         self.c.crew = self.c._new_crew()
-        self.c.loop = CrawlLoop(loop_settings(self.c.cfg), self.c.num_shards)
+        with self.c._lock:  # (the operator's calls come on other threads)
+            before, self.c.loop = self.c.loop, CrawlLoop(loop_settings(self.c.cfg), self.c.num_shards)
+            self.c.loop.keep_what_the_operator_said(before)
         self.c._finished_batches = [[] for _ in range(self.c.num_shards)]
         loaded = checkpoints.load(self.c.store)
         # This interval's buffered output is dropped and its stored parts deleted: its URLs are fetched again.

@@ -139,6 +139,11 @@ class CrawlLoop:
         if self.user_stop is None:
             self.user_stop = reason
 
+    def keep_what_the_operator_said(self, before: CrawlLoop) -> None:
+        """This loop replaces ``before`` (a roll-back makes the crawl's loop anew): a stop or a pause the operator
+        asked of it still holds -- a stop asked just before a shard died must still end the crawl."""
+        self.user_stop, self.paused = before.user_stop, before.paused
+
     def budget_stop(self, reason: str) -> None:
         """A budget ran out. By default the crawl stops as on the operator's stop (queued URLs stay queued, a
         ``--resume`` with a larger budget goes on); with ``leftovers = "record"`` every queued URL ends as an

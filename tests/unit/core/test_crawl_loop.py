@@ -210,3 +210,18 @@ def test_with_rollover_a_cut_comes_as_each_period_ends_and_names_the_period_it_b
     loop.checkpointed()
     assert loop.cut_period() == "2027-01-15T0801Z"
     assert make()[0].cut_period() is None
+
+
+def test_a_loop_made_anew_keeps_the_operators_stop_and_pause() -> None:
+    # (a roll-back makes the coordinator's loop anew: a stop asked just before a shard died was dropped with the old
+    # loop, and a continuous crawl then never ended -- seen in a chaos run, its driver waiting out its timeout)
+    before, _ = make()
+    before.stop("the operator's")
+    before.paused = "paused by operator"
+    after, _ = make()
+    after.keep_what_the_operator_said(before)
+    assert (after.user_stop, after.paused) == ("the operator's", "paused by operator")
+    untouched, _ = make()
+    fresh, _ = make()
+    fresh.keep_what_the_operator_said(untouched)
+    assert (fresh.user_stop, fresh.paused) == (None, None)
