@@ -94,11 +94,8 @@ class Coordinator:
         self.fetch_settings = fetch_settings(cfg, out_dir, self.output.buffer, self.egress)
         # Browsers for the pages that need one (actors/render.py): started before the crawl, or the crawl does not
         # start (no Chromium where they run is the operator's to fix, not a thousand error records).
-        self.render_pool = (
-            RenderPool(render_settings(cfg), self.fetch_settings, self.capacity.autoscaler)
-            if render_rules(cfg).ever
-            else None
-        )
+        ever, fetch = render_rules(cfg).ever, self.fetch_settings
+        self.render_pool = RenderPool(render_settings(cfg), fetch, self.capacity.autoscaler) if ever else None
         # The fetch workers start while the shards and partitions do (both are new processes; one after the other,
         # a small crawl's first request came ~1 s later).
         self._warming = self._start_warm_up()
@@ -178,16 +175,19 @@ class Coordinator:
         """The operator's stop: fetches under way finish, a checkpoint is taken, queued URLs stay queued."""
         with self._lock:
             self.loop.stop(reason)
+            crew_registry.note_operator(self.crawl_id, self.loop.operator_said())  # (for a coordinator made again)
 
     def pause(self, reason: str = "paused by operator") -> None:
         """No new leases; fetches under way finish. Queued URLs wait (the crawl does not end while paused)."""
         with self._lock:
             self.loop.paused = reason
+            crew_registry.note_operator(self.crawl_id, self.loop.operator_said())  # (for a coordinator made again)
 
     def unpause(self) -> None:
         """Undo pause(). (Not "resume": that is a crawl restarted from its checkpoint, ``--resume``.)"""
         with self._lock:
             self.loop.paused = None
+            crew_registry.note_operator(self.crawl_id, self.loop.operator_said())  # (for a coordinator made again)
 
     def add_seeds(self, urls: Sequence[str]) -> None:
         """URLs (as they will be requested) to crawl as seeds (depth 0); their hosts join a host- or domain-scoped
@@ -311,13 +311,12 @@ class Coordinator:
         worker_heap.freeze_startup_heap()  # (this actor is set up: actors/worker_heap.py)
 
     def _round(self) -> bool:
-        """One round; True when the crawl is over. A shard that died is rebuilt alone (or, when it cannot be, the
-        crawl rolls back to its checkpoint)."""
+        """One round; True when the crawl is over. A shard or partition that died is rebuilt alone (or, when it
+        cannot be, the crawl rolls back to its checkpoint: CheckpointsAndRollbacks.recover)."""
         try:
             return self._round_once()
         except ROLLBACK_CAUSES as exc:
-            if not self.cuts.rebuild_lost_shards(exc):
-                self.cuts.roll_back(exc)
+            self.cuts.recover(exc)
             return False
 
     def _round_once(self) -> bool:

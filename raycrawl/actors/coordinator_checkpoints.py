@@ -108,6 +108,29 @@ class CheckpointsAndRollbacks:
 
     # --- a lost shard ---------------------------------------------------------------------------------
 
+    def recover(self, cause: Exception) -> None:
+        """A crew actor (or a node with output) lost, met by a call of the coordinator's own: seen-set partitions
+        alone are rebuilt, a frontier shard alone where it can be (``rebuild_lost_shards``), else the crawl goes
+        back to its last checkpoint."""
+        if not (self._rebuild_lost_partitions(cause) or self.rebuild_lost_shards(cause)):
+            self.roll_back(cause)
+
+    def _rebuild_lost_partitions(self, cause: Exception) -> bool:
+        """Only seen-set partitions are lost -- met by the coordinator's stats call, say, while no shard asked them
+        (a continuous crawl's revisits answered 304 find no link): they are rebuilt, as when a shard meets one; the
+        crawl used to go back whole. False: a shard or a node is lost too, or the loss met a cut."""
+        if isinstance(cause, OutputLost) or self.cutting:
+            return False
+        try:
+            if self.c.crew.dead_shards():
+                return False
+            dead = self.c.crew.dead_partitions()
+            if dead:
+                self.rebuild_partitions(dead)
+        except ACTOR_LOST:  # (another loss while rebuilding: the caller goes on to the next way)
+            return False
+        return bool(dead)
+
     def rebuild_lost_shards(self, cause: Exception) -> bool:
         """A frontier shard died: it alone is rebuilt, from the last checkpoint and what the others sent or were
         told it since (actors/crew.py ``rebuild_shards``); its hosts' pages since that checkpoint are fetched again,
@@ -184,6 +207,8 @@ class CheckpointsAndRollbacks:
         roll-back does. Either way the recovery is noted (kind, cause, seconds, pages fetched again at most)."""
         c = self.c
         began = time.time()
+        with c._lock:  # (a stop or pause the operator asked of the coordinator that died holds)
+            c.loop.heed(crew_registry.operator_said(c.crawl_id))
         loaded = c._resumed
         committed = loaded.checkpoint_id if loaded is not None else None
         shards = c.crew.shards
@@ -230,7 +255,7 @@ class CheckpointsAndRollbacks:
         self.c.crew = self.c._new_crew()
         with self.c._lock:  # (the operator's calls come on other threads)
             before, self.c.loop = self.c.loop, CrawlLoop(loop_settings(self.c.cfg), self.c.num_shards)
-            self.c.loop.keep_what_the_operator_said(before)
+            self.c.loop.heed(before.operator_said())
         self.c._finished_batches = [[] for _ in range(self.c.num_shards)]
         loaded = checkpoints.load(self.c.store)
         # This interval's buffered output is dropped and its stored parts deleted: its URLs are fetched again.

@@ -34,6 +34,9 @@ def begin(c: Coordinator) -> None:
     """A crawl's start (or its --resume's): its seeds, a recrawl's URLs, dead letters to retry."""
     c.stats.started_at = c._started_at = time.time()  # (--time-limit and pages/s count crawling)
     c.crew.register(c._started_at)
+    # (an earlier run of this crawl id may have left its stop there, its driver gone before end(): not this run's)
+    with c._lock:
+        crew_registry.note_operator(c.crawl_id, c.loop.operator_said())
     if c._resumed is not None:
         c.cuts.restore(c._resumed)
         if c._unwrapped_parts:

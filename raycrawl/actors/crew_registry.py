@@ -44,6 +44,10 @@ def _recoveries_key(crawl_id: str) -> str:
     return f"recoveries/{crawl_id}"
 
 
+def _operator_key(crawl_id: str) -> str:
+    return f"operator/{crawl_id}"
+
+
 def new_name(crawl_id: str, role: str) -> str:
     """A fresh name for a crew actor (a crew made again after a roll-back, or a rebuilt partition, never meets the
     name of one being killed)."""
@@ -63,6 +67,7 @@ def forget(crawl_id: str) -> None:
     """The crawl is over: its crew's record and its recoveries go."""
     cluster_kv.delete(_key(crawl_id))
     cluster_kv.delete(_recoveries_key(crawl_id))
+    cluster_kv.delete(_operator_key(crawl_id))
 
 
 def find(names: list[str]) -> list[Any] | None:
@@ -114,3 +119,13 @@ def note_recovery(crawl_id: str, recovery: dict[str, Any]) -> list[dict[str, Any
 
 def recoveries(crawl_id: str) -> list[dict[str, Any]]:
     return list(cluster_kv.get(_recoveries_key(crawl_id)) or [])
+
+
+def note_operator(crawl_id: str, said: dict[str, str | None]) -> None:
+    """The operator's stop and pause (core/crawl_loop.py ``operator_said``), kept so that a coordinator made again
+    heeds a stop the one that died had taken."""
+    cluster_kv.put(_operator_key(crawl_id), said)
+
+
+def operator_said(crawl_id: str) -> dict[str, str | None]:
+    return dict(cluster_kv.get(_operator_key(crawl_id)) or {})

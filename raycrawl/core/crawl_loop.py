@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -139,10 +139,17 @@ class CrawlLoop:
         if self.user_stop is None:
             self.user_stop = reason
 
-    def keep_what_the_operator_said(self, before: CrawlLoop) -> None:
-        """This loop replaces ``before`` (a roll-back makes the crawl's loop anew): a stop or a pause the operator
-        asked of it still holds -- a stop asked just before a shard died must still end the crawl."""
-        self.user_stop, self.paused = before.user_stop, before.paused
+    def operator_said(self) -> dict[str, str | None]:
+        """The operator's stop and pause, as this loop holds them (kept where a restarted coordinator finds them)."""
+        return {"stop": self.user_stop, "paused": self.paused}
+
+    def heed(self, said: Mapping[str, str | None]) -> None:
+        """What the operator said to an earlier loop of this crawl (``operator_said``) holds for this one: a
+        roll-back makes the loop anew, a restarted coordinator makes its own -- a stop asked just before a loss must
+        still end the crawl."""
+        self.user_stop = self.user_stop or said.get("stop")
+        if "paused" in said:
+            self.paused = said["paused"]
 
     def budget_stop(self, reason: str) -> None:
         """A budget ran out. By default the crawl stops as on the operator's stop (queued URLs stay queued, a

@@ -160,3 +160,65 @@ def test_killing_the_coordinator_picks_the_crawl_up_from_its_live_crew(tmp_path:
     twice = sum(n - 1 for n in seen.values() if n > 1)
     # Its fetch tasks went on meanwhile (the crew's launcher submitted them): no page is fetched twice
     assert twice == 0, (twice, recovery)
+
+
+def test_a_paused_crawl_stays_paused_when_its_coordinator_is_made_again(tmp_path: Path) -> None:
+    """The operator's pause -- and stop, kept the same way (crew_registry.note_operator) -- outlives the coordinator
+    that took it: SIGKILLed while the crawl is paused, the coordinator Ray makes again heeds it (before, it began
+    again unpaused: and a stop it had taken was dropped, a continuous crawl then running on). Unpaused and stopped,
+    the crawl ends with every record once."""
+    from raycrawl.api import Crawl
+
+    spec = WebSpec(hosts=4, pages_per_host=400, page_bytes=200)
+    with TestWeb(spec) as web:
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.05, checkpoint_interval=2.0)
+        crawl = Crawl(cfg).start()
+        try:
+            wait_until(lambda: len(page_requests(web.requests())) >= 100, 120, "the crawl's first pages")
+            crawl.pause("paused for the test")
+            wait_until(lambda: crawl.status()["state"] == "paused", 60, "the pause")
+            os.kill(pids_running("ray::Coordinator")[0], signal.SIGKILL)
+            wait_until(lambda: crawl.status().get("recoveries"), 120, "the coordinator made again")
+            status = crawl.status()
+            assert status["state"] == "paused", status["state"]
+            assert status["recoveries"][0]["kind"] == "coordinator restarted", status["recoveries"]
+            crawl.unpause()
+            crawl.stop("the test is over")
+            summary = crawl.wait(timeout=300)
+        finally:
+            with contextlib.suppress(Exception):
+                crawl.stop("the test failed")
+    assert summary["stop_reason"] == "the test is over"
+    assert_each_url_once(crawl.records())
+
+
+def test_a_partition_lost_while_no_shard_asks_it_is_rebuilt_not_rolled_back(tmp_path: Path) -> None:
+    """A seen-set partition SIGKILLed while the crawl is paused (no shard asks it: as in a continuous crawl whose
+    revisits are answered 304) is met by the coordinator's own call first -- its stats, every 0.5 s here, before any
+    checkpoint -- and is rebuilt alone: the crawl used to go back whole to its last checkpoint for it. Unpaused, the
+    crawl ends with every reachable page recorded once."""
+    from raycrawl.api import Crawl
+
+    spec = WebSpec(hosts=4, pages_per_host=400, page_bytes=200)
+    with TestWeb(spec) as web:
+        cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.05, checkpoint_interval=600.0,
+                           stats_interval=0.5, dedup_partitions=2)  # fmt: skip
+        crawl = Crawl(cfg).start()
+        try:
+            wait_until(lambda: len(page_requests(web.requests())) >= 100, 120, "the crawl's first pages")
+            crawl.pause("paused for the test")
+            wait_until(lambda: crawl.status()["state"] == "paused", 60, "the pause")
+            os.kill(pids_running("ray::DedupActor")[0], signal.SIGKILL)
+            wait_until(lambda: crawl.status().get("recoveries"), 120, "the partition's recovery")
+            [recovery] = crawl.status()["recoveries"]
+            assert recovery["kind"] == "seen-set partition rebuilt", recovery
+            crawl.unpause()
+            summary = crawl.wait(timeout=300)
+        finally:
+            with contextlib.suppress(Exception):
+                crawl.stop("the test failed")
+        reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
+    assert summary["events"].get("rollbacks", 0) == 0
+    records = crawl.records()
+    assert_each_url_once(records)
+    assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)

@@ -213,15 +213,20 @@ def test_with_rollover_a_cut_comes_as_each_period_ends_and_names_the_period_it_b
 
 
 def test_a_loop_made_anew_keeps_the_operators_stop_and_pause() -> None:
-    # (a roll-back makes the coordinator's loop anew: a stop asked just before a shard died was dropped with the old
-    # loop, and a continuous crawl then never ended -- seen in a chaos run, its driver waiting out its timeout)
+    # (a roll-back makes the coordinator's loop anew, and a restarted coordinator its own: a stop asked just before a
+    # shard died was dropped with the old loop, and a continuous crawl then never ended -- seen in a chaos run, its
+    # driver waiting out its timeout)
     before, _ = make()
     before.stop("the operator's")
     before.paused = "paused by operator"
     after, _ = make()
-    after.keep_what_the_operator_said(before)
+    after.heed(before.operator_said())
     assert (after.user_stop, after.paused) == ("the operator's", "paused by operator")
-    untouched, _ = make()
+    # Nothing said: nothing changes; a stop the new loop was already asked is kept; an unpause holds.
     fresh, _ = make()
-    fresh.keep_what_the_operator_said(untouched)
+    fresh.heed({})
     assert (fresh.user_stop, fresh.paused) == (None, None)
+    fresh.stop("asked of the new one")
+    fresh.paused = "paused by operator"
+    fresh.heed({"stop": None, "paused": None})
+    assert (fresh.user_stop, fresh.paused) == ("asked of the new one", None)
