@@ -63,6 +63,8 @@ class Crew:
         self.shards: list[Any]
         self.partitions: list[Any]
         self.nodes: list[str]  # the node of each shard, then of each partition
+        self.launcher_name = ""
+        self.launcher: Any = None  # submits the fetch tasks, so they outlive a coordinator (actors/fetch_launcher.py)
         if found is not None:  # (a restarted coordinator's: the crew as it is, already connected)
             actors, self.names, self.nodes = found[0], list(found[1]), list(found[2])
             self.shards, self.partitions = actors[: setup.shards], actors[setup.shards :]
@@ -74,14 +76,11 @@ class Crew:
             try:
                 ray.get([s.connect.remote(self.shards, self.partitions) for s in self.shards])
             except ACTOR_LOST:  # (one died as it was made: the others, detached, would idle until the crawl ends)
-                for actor in actors:
-                    ray.kill(actor)
+                self.kill()
                 raise
         # The handles fetch tasks take (shards for results, partitions for payload claims, render actors for pages
         # to render): put once, since pickling actor handles for every task costs; again when a partition is rebuilt.
         self.handles = ray.put((self.shards, self.partitions, self.renderers))
-        self.launcher_name = ""
-        self.launcher: Any = None  # submits the fetch tasks, so they outlive a coordinator (actors/fetch_launcher.py)
         if found is None:
             self._new_launcher()
 

@@ -162,6 +162,17 @@ def test_killing_the_coordinator_picks_the_crawl_up_from_its_live_crew(tmp_path:
     assert twice == 0, (twice, recovery)
 
 
+def pause_then_kill(crawl: Any, web: TestWeb, title: str) -> dict[str, Any]:
+    """Once ``crawl`` has made 100 page requests, pause it, SIGKILL the first process titled ``title`` and wait for
+    the recovery the crawl notes; its status then."""
+    wait_until(lambda: len(page_requests(web.requests())) >= 100, 120, "the crawl's first pages")
+    crawl.pause("paused for the test")
+    wait_until(lambda: crawl.status()["state"] == "paused", 60, "the pause")
+    os.kill(pids_running(title)[0], signal.SIGKILL)
+    wait_until(lambda: crawl.status().get("recoveries"), 120, f"the recovery from {title}")
+    return dict(crawl.status())
+
+
 def test_a_paused_crawl_stays_paused_when_its_coordinator_is_made_again(tmp_path: Path) -> None:
     """The operator's pause -- and stop, kept the same way (crew_registry.note_operator) -- outlives the coordinator
     that took it: SIGKILLed while the crawl is paused, the coordinator Ray makes again heeds it (before, it began
@@ -174,12 +185,7 @@ def test_a_paused_crawl_stays_paused_when_its_coordinator_is_made_again(tmp_path
         cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(tmp_path), delay=0.05, checkpoint_interval=2.0)
         crawl = Crawl(cfg).start()
         try:
-            wait_until(lambda: len(page_requests(web.requests())) >= 100, 120, "the crawl's first pages")
-            crawl.pause("paused for the test")
-            wait_until(lambda: crawl.status()["state"] == "paused", 60, "the pause")
-            os.kill(pids_running("ray::Coordinator")[0], signal.SIGKILL)
-            wait_until(lambda: crawl.status().get("recoveries"), 120, "the coordinator made again")
-            status = crawl.status()
+            status = pause_then_kill(crawl, web, "ray::Coordinator")
             assert status["state"] == "paused", status["state"]
             assert status["recoveries"][0]["kind"] == "coordinator restarted", status["recoveries"]
             crawl.unpause()
@@ -205,12 +211,7 @@ def test_a_partition_lost_while_no_shard_asks_it_is_rebuilt_not_rolled_back(tmp_
                            stats_interval=0.5, dedup_partitions=2)  # fmt: skip
         crawl = Crawl(cfg).start()
         try:
-            wait_until(lambda: len(page_requests(web.requests())) >= 100, 120, "the crawl's first pages")
-            crawl.pause("paused for the test")
-            wait_until(lambda: crawl.status()["state"] == "paused", 60, "the pause")
-            os.kill(pids_running("ray::DedupActor")[0], signal.SIGKILL)
-            wait_until(lambda: crawl.status().get("recoveries"), 120, "the partition's recovery")
-            [recovery] = crawl.status()["recoveries"]
+            [recovery] = pause_then_kill(crawl, web, "ray::DedupActor")["recoveries"]
             assert recovery["kind"] == "seen-set partition rebuilt", recovery
             crawl.unpause()
             summary = crawl.wait(timeout=300)

@@ -59,16 +59,23 @@ def queued_urls(w: ShardWork) -> set[str]:
     return {decode(line).url for line in lines}
 
 
-def test_the_successor_gets_what_was_sent_and_finds_its_own_links_again_once() -> None:
-    (w0, _, _), (w1, _, _) = work(0), work(1)
-    shards = [w0, w1]
+def at_a_checkpoint() -> tuple[list[ShardWork], list[SeenPartition], dict[str, Any]]:
+    """Two shards and the partitions, told a checkpoint committed; shard 1's part of it (what its successor is
+    restored from)."""
+    shards = [work(0)[0], work(1)[0]]
     parts = [SeenPartition("exact", 1000, 0.01) for _ in range(PARTITIONS)]
-    # The checkpoint: shard 1 as it is now; then both shards and partitions are told it committed.
-    saved = w1.frontier.snapshot()
+    saved = shards[1].frontier.snapshot()
     for w in shards:
         w.checkpointed()
     for part in parts:
         part.checkpointed()
+    return shards, parts, saved
+
+
+def test_the_successor_gets_what_was_sent_and_finds_its_own_links_again_once() -> None:
+    # The checkpoint: shard 1 as it is now; then both shards and partitions are told it committed.
+    shards, parts, saved = at_a_checkpoint()
+    w0, w1 = shards
     # Since: shard 1 fetches a page with a link of its own, one of shard 0's (delivered) and one of shard 0's
     # whose batch never arrives (it was on its way when shard 1 died); shard 0 sends shard 1 a URL.
     own, theirs, in_flight = url_of_shard(1, path="/own"), url_of_shard(0, path="/t"), url_of_shard(0, path="/f")
@@ -116,12 +123,8 @@ def test_a_batch_that_reaches_the_successor_before_it_takes_over_is_counted() ->
     # (a live shard sends its new URLs to the successor from its hand-over on; one that settles a page before the
     # coordinator's succeed reaches the successor delivers a batch first: if succeed then set its count to the
     # hand-over's, the counts never agreed again -- the crawl never at rest, no checkpoint, no stop)
-    (w0, _, _), (w1, _, _) = work(0), work(1)
-    shards = [w0, w1]
-    parts = [SeenPartition("exact", 1000, 0.01) for _ in range(PARTITIONS)]
-    saved = w1.frontier.snapshot()
-    for w in shards:
-        w.checkpointed()
+    shards, parts, saved = at_a_checkpoint()
+    w0 = shards[0]
     before = url_of_shard(1, path="/before")
     settle_page(w0, url_of_shard(0, path="/a"), [before], 1)
     deliver(shards, w0, ask(parts, w0, w0.take_shares()))
