@@ -68,9 +68,10 @@ class ClusterSettings:
         group="cluster",
         at_least=1,
     )
-    fetch_task_cpus: float = setting(
-        1.0, "CPUs a fetch task reserves", group="cluster", metavar="CPUS"
-    )  # (each task running at once is a worker process: fewer, fuller ones cost less CPU)
+    # A fetch task waits on the network most of its time: its worker process keeps under half a core busy even
+    # unthrottled. Two a CPU hold more hosts' runs at once -- with one a CPU, a host whose run ended waited for a
+    # task to end before its next run had a slot -- for the same CPU a page (benchmarks/README.md, issue 51).
+    fetch_task_cpus: float = setting(0.5, "CPUs a fetch task reserves", group="cluster", metavar="CPUS")
     lease_horizon: float = setting(
         default_of(LoopSettings, "lease_horizon"),
         "how far ahead (s) a URL may be leased before its host is due",

@@ -80,6 +80,7 @@ def test_worker_nodes_come_with_ready_hosts_and_go_when_only_slow_ones_remain(
         command = [sys.executable, "-m", "raycrawl.cli", "crawl", *web.graph.seeds(), "--out", str(out)]
         command += ["--ray-address", head.address, "--crawl-id", "autoscaled", "--delay", str(DELAY), "--quiet"]
         command += ["--fetch-batch-size", "2", "--checkpoint-interval", "5", "--allow-network", LOOPBACK[0]]
+        command += ["--fetch-task-cpus", "1"]  # (a task a CPU: these 1-CPU nodes come and go a task at a time)
         crawl = subprocess.Popen(command, env=head.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         status: dict[str, Any] | None = None
         try:
