@@ -21,6 +21,7 @@ from raycrawl.config import saved_settings
 from raycrawl.core.checkpoint_sequence import drain_seconds
 from raycrawl.core.checkpoint_state import CheckpointState
 from raycrawl.core.crawl_loop import CrawlLoop, StagedBatch
+from raycrawl.core.losses import describe_loss
 from raycrawl.core.records import UrlEntry
 from raycrawl.core.stats import CrawlStats
 
@@ -179,12 +180,13 @@ class CheckpointsAndRollbacks:
         """A frontier shard died (or a node with buffered output): roll the whole crawl back to the last
         checkpoint (or to the start): what was done since is redone once, and nothing is lost."""
         began = time.time()
-        self.cutting = False
+        during_cut, self.cutting = self.cutting, False
         self.c.stats.events["rollbacks"] += 1
         rollbacks = self.c.stats.events["rollbacks"]
+        shards, partitions = ([], []) if isinstance(cause, OutputLost) else self.c.crew.silent()
+        why = describe_loss(shards, partitions, output_lost=isinstance(cause, OutputLost), during_cut=during_cut)
         self._drain()  # (fetches under way end first, so no old request lands after the restore)
         self._back_to_checkpoint(rollbacks)
-        why = "a node lost with output" if isinstance(cause, OutputLost) else "a shard lost"
         self.note("rolled back to the last checkpoint", f"{why} ({type(cause).__name__})", began)
 
     def _back_to_checkpoint(self, rollbacks: int) -> None:

@@ -296,6 +296,14 @@ class Crew:
     def dead_shards(self) -> list[int]:
         return _dead([s.node.remote() for s in self.shards])
 
+    def silent(self) -> tuple[list[int], list[int]]:
+        """The shards and the partitions that are lost or do not answer within LOST_CHECK_TIMEOUT."""
+        answers = answering_nodes([*self.shards, *self.partitions], LOST_CHECK_TIMEOUT)
+        n = len(self.shards)
+        return [i for i in range(n) if answers[i] is None], [
+            i for i in range(len(answers) - n) if answers[n + i] is None
+        ]
+
     def lost_nodes(self) -> list[str]:
         """The nodes of the actors that are gone, or that do not answer within LOST_CHECK_TIMEOUT (a node Ray has
         not yet noticed is lost): a crew made after a loss avoids them."""

@@ -73,12 +73,14 @@ def test_killing_fetch_workers_loses_nothing(tmp_path: Path) -> None:
     assert frontier.get("lease_expiries", 0) == 0  # returned when Ray reported the death, not by expiry
 
 
-def kill_once_when(web: TestWeb, title: str, pages: int) -> threading.Thread:
-    """SIGKILL the first process titled ``title`` once the server has seen ``pages`` page requests."""
+def kill_once_when(web: TestWeb, title: str, pages: int, every: bool = False) -> threading.Thread:
+    """SIGKILL the first process titled ``title`` (``every``: all of them at once) once the server has seen ``pages``
+    page requests."""
 
     def killer() -> None:
         wait_until(lambda: len(page_requests(web.requests())) >= pages and pids_running(title), 300, title)
-        os.kill(pids_running(title)[0], signal.SIGKILL)
+        for pid in pids_running(title)[: None if every else 1]:
+            os.kill(pid, signal.SIGKILL)
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
@@ -105,14 +107,17 @@ def test_killing_the_dedup_actor_loses_nothing(tmp_path: Path) -> None:
     assert twice <= 0.02 * len(reachable), twice
 
 
-def crawl_killing(title: str, out: Path) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+def crawl_killing(
+    title: str, out: Path, every: bool = False
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """A crawl of 20 hosts x 250 pages (delay 0.05 s, a checkpoint every 2 s) to ``out``, during which the first
-    process titled ``title`` is SIGKILLed after 2,500 page requests; checks that it lost nothing, wrote each record
-    and WARC capture once and stayed polite at the server. (summary, records, the server's requests.)"""
+    process titled ``title`` (``every``: all of them) is SIGKILLed after 2,500 page requests; checks that it lost
+    nothing, wrote each record and WARC capture once and stayed polite at the server. (summary, records, the
+    server's requests.)"""
     spec = WebSpec(hosts=20, pages_per_host=250, page_bytes=200)
     with TestWeb(spec) as web:
         cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(out), delay=0.05, checkpoint_interval=2.0)
-        thread = kill_once_when(web, title, 2500)
+        thread = kill_once_when(web, title, 2500, every)
         summary, records = run(cfg)
         thread.join()
         requests = web.requests()
@@ -143,6 +148,16 @@ def test_a_killed_frontier_shard_is_rebuilt_alone(tmp_path: Path) -> None:
     assert sum(twice.values()) <= recovery["pages_again_at_most"], (twice, recovery)
     fetched = sum(r["outcome"] == "fetched" for r in records)
     assert summary["outcomes"]["fetched"] == fetched  # (its counts since the checkpoint taken back: none twice)
+
+
+def test_every_frontier_shard_killed_rolls_the_crawl_back_and_names_them(tmp_path: Path) -> None:
+    """Both frontier shards SIGKILLed at once: none is left to rebuild the other from, so the crawl goes back to its
+    last checkpoint -- and its recovery says which actors were lost (it once said "a shard lost" whatever was). Lost
+    nothing, each record and capture once, polite at the server (crawl_killing's checks)."""
+    summary, _, _ = crawl_killing("ray::FrontierShardActor", tmp_path, every=True)
+    causes = [r["cause"] for r in summary["recoveries"] if r["kind"] == "rolled back to the last checkpoint"]
+    assert summary["events"]["rollbacks"] >= 1 and causes, summary["recoveries"]
+    assert causes[0].startswith("shards 0, 1 lost"), causes
 
 
 def test_killing_the_coordinator_picks_the_crawl_up_from_its_live_crew(tmp_path: Path) -> None:
