@@ -21,7 +21,7 @@ from typing import Any
 import ray
 
 from raycrawl.actors.placement import HEAD_RESOURCE, STATE_RESOURCE
-from raycrawl.core.demand import Bundles, CpuRequest, task_capacity
+from raycrawl.core.demand import Bundles, CpuRequest, task_capacity, workers_to_warm
 
 REFRESH = 5.0  # seconds between looks at the cluster
 FOLLOW = 1.0  # seconds between demand samples for the request (its hysteresis is over the last 30 s of them)
@@ -46,6 +46,11 @@ class ClusterCapacity:
     def tasks(self) -> int:
         """Fetch tasks the cluster's CPUs hold at once (as of the last look)."""
         return task_capacity(self.cpus, self.task_cpus, self.max_tasks)
+
+    @property
+    def warm_workers(self) -> int:
+        """Fetch worker processes to start with the crawl (core/demand.py ``workers_to_warm``)."""
+        return workers_to_warm(self.cpus, self.task_cpus, self.max_tasks)
 
     def look(self) -> None:
         """The cluster's CPUs and live nodes, and whether an autoscaler runs (no more often than REFRESH)."""

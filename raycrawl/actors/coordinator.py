@@ -299,9 +299,9 @@ class Coordinator:
             ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
     def _start_warm_up(self) -> list[Any]:
-        """Start the fetch workers now, not mid-crawl (see warm_up): one per task the cluster's CPUs hold."""
+        """Start fetch workers now, not mid-crawl (see warm_up): one per CPU (more when demand asks for them)."""
         options = {"num_cpus": self.cfg.fetch_task_cpus}
-        return [warm_up.options(**options).remote(self.fetch_settings, 0.3) for _ in range(self.capacity.tasks)]
+        return [warm_up.options(**options).remote(self.fetch_settings, 0.3) for _ in range(self.capacity.warm_workers)]
 
     def _warm_up(self) -> None:
         """Wait for the fetch workers started with the crawl; bounded, and harmless if it times out."""

@@ -169,8 +169,9 @@ def test_a_continuous_crawl_stopped_and_resumed_keeps_its_schedule_and_rolls_its
     for (host, path), seen in times.items():
         # None fetched before its due time (the last fetch's answer + the interval), across the stop.
         assert min(gaps(seen)) >= every, (host, path, gaps(seen))
-        # None lost: each was fetched before the stop, and again after the resume.
-        assert seen[0] < stopped_at < seen[-1], (host, path)
+        # None lost: each was fetched before the stop, and again after the resume. (On a loaded machine the first
+        # run's time runs out in its first pass: its last page's first fetch is then the first run's last request.)
+        assert seen[0] <= stopped_at < seen[-1], (host, path)
     # One record per fetch, in the output of the two runs together.
     assert len(records) == len(page_requests(requests)) == second["records"]
     assert all(r["outcome"] in ("fetched", "not_modified", "unchanged") for r in records)

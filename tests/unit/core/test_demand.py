@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from raycrawl.core.crawl_loop import CrawlLoop, LoopSettings, ShardSummary
-from raycrawl.core.demand import BACKLOG_CAP, CpuRequest, RecentPeak, fetch_demand, render_workers_wanted, task_capacity
+from raycrawl.core.demand import (
+    BACKLOG_CAP,
+    CpuRequest,
+    RecentPeak,
+    fetch_demand,
+    render_workers_wanted,
+    task_capacity,
+    workers_to_warm,
+)
 from raycrawl.core.frontier import FrontierShard
 from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.politeness import DelayPolicy
@@ -139,3 +147,10 @@ def test_a_recent_peak_follows_up_at_once_and_down_only_after_the_hold() -> None
     assert peak.update(2) == 2  # the 4 is over 30 s old
     peak.clear()
     assert peak.update(0) == 0
+
+
+def test_a_crawl_starts_one_fetch_worker_per_cpu_however_many_tasks_they_hold() -> None:
+    # Two tasks a CPU (the default 0.5): the second of each starts only when demand asks for it.
+    assert workers_to_warm(2.0, 0.5, 64) == 2 and task_capacity(2.0, 0.5, 64) == 4
+    assert workers_to_warm(8.0, 1.0, 64) == 8 and workers_to_warm(8.0, 2.0, 64) == 4  # (never more than tasks)
+    assert workers_to_warm(16.0, 0.5, 3) == 3 and workers_to_warm(0.0, 0.5, 64) == 1
