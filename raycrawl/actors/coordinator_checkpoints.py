@@ -183,17 +183,19 @@ class CheckpointsAndRollbacks:
         during_cut, self.cutting = self.cutting, False
         self.c.stats.events["rollbacks"] += 1
         rollbacks = self.c.stats.events["rollbacks"]
-        shards, partitions = ([], []) if isinstance(cause, OutputLost) else self.c.crew.silent()
-        why = describe_loss(shards, partitions, output_lost=isinstance(cause, OutputLost), during_cut=during_cut)
         self._drain()  # (fetches under way end first, so no old request lands after the restore)
-        self._back_to_checkpoint(rollbacks)
+        # One look at who answers: it names the loss, and keeps the new crew off the nodes of the silent ones.
+        shards, partitions = self.c.crew.silent()
+        why = describe_loss(shards, partitions, output_lost=isinstance(cause, OutputLost), during_cut=during_cut)
+        self._back_to_checkpoint(rollbacks, (shards, partitions))
         self.note("rolled back to the last checkpoint", f"{why} ({type(cause).__name__})", began)
 
-    def _back_to_checkpoint(self, rollbacks: int) -> None:
-        """A new crew and loop, from the last checkpoint (or the start), on nodes that answer."""
+    def _back_to_checkpoint(self, rollbacks: int, silent: tuple[list[int], list[int]] | None = None) -> None:
+        """A new crew and loop, from the last checkpoint (or the start), on nodes that answer. ``silent``: the
+        crew's shards and partitions found silent just now (``Crew.silent``), else looked for here."""
         # The nodes of the actors that are gone (or do not answer: a node Ray has not yet noticed is lost) get none
         # of the new ones.
-        self.c._placement.avoid(self.c.crew.lost_nodes())
+        self.c._placement.avoid(self.c.crew.nodes_of(*(silent or self.c.crew.silent())))
         # (a new actor placed on a node that is dying -- Ray notices a lost node only after missed heartbeats -- dies
         # too: Ray catches up during the pause, and each try starts from scratch)
         made_despite_losses(lambda: self._recreate_and_restore(rollbacks))

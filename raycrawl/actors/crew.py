@@ -297,18 +297,16 @@ class Crew:
         return _dead([s.node.remote() for s in self.shards])
 
     def silent(self) -> tuple[list[int], list[int]]:
-        """The shards and the partitions that are lost or do not answer within LOST_CHECK_TIMEOUT."""
+        """The shards and the partitions that are gone, or that do not answer within LOST_CHECK_TIMEOUT (a node Ray
+        has not yet noticed is lost)."""
         answers = answering_nodes([*self.shards, *self.partitions], LOST_CHECK_TIMEOUT)
-        n = len(self.shards)
-        return [i for i in range(n) if answers[i] is None], [
-            i for i in range(len(answers) - n) if answers[n + i] is None
-        ]
+        gone, n = [i for i, answer in enumerate(answers) if answer is None], len(self.shards)
+        return [i for i in gone if i < n], [i - n for i in gone if i >= n]
 
-    def lost_nodes(self) -> list[str]:
-        """The nodes of the actors that are gone, or that do not answer within LOST_CHECK_TIMEOUT (a node Ray has
-        not yet noticed is lost): a crew made after a loss avoids them."""
-        answers = answering_nodes([*self.shards, *self.partitions], LOST_CHECK_TIMEOUT)
-        return sorted({node for node, answer in zip(self.nodes, answers, strict=True) if answer is None})
+    def nodes_of(self, shards: list[int], partitions: list[int]) -> list[str]:
+        """The nodes these shards and partitions were placed on: a crew made after their loss avoids them."""
+        n = len(self.shards)
+        return sorted({self.nodes[i] for i in [*shards, *(n + p for p in partitions)]})
 
     # --- checkpoints ---------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 A roll-back's recovery note is what an operator reads first after a loss (``raycrawl status``, stats.json): it names
 the shards and seen-set partitions that did not answer, and whether the loss met a checkpoint cut -- the cases a
-shard or partition is not rebuilt alone (docs/architecture.md, "Failures").
+shard or partition is not rebuilt alone (docs/architecture.md, "Invariants": a lost shard).
 """
 
 from __future__ import annotations
