@@ -7,7 +7,7 @@ seconds and 4 that never do (plus ``/`` and 2 pages that never go in this run), 
 - a fixed schedule as short as the adaptive minimum's neighbourhood (``fixed 5s``): fresh, and costly,
 - a fixed schedule as long as the period (``fixed PERIOD``),
 
-each on a web of its own (started for the run: versions count from the server's start). From the server's log:
+each on a web of its own (started for the run: versions count from its first page request). From the server's log:
 requests and body bytes per group of pages, and for the changing pages the **staleness** -- the share of the time,
 from each page's first capture to the end, that the crawl's latest capture of it was an older version than the one
 being served -- and the versions captured out of those served. Politeness is checked (the smallest gap per host).
@@ -60,7 +60,7 @@ def run_one(name: str, hosts: int, period: float, seconds: float, **schedule: An
         finally:
             ray.shutdown()
         requests = [r for r in web.requests() if r["path"] != "/robots.txt"]
-        started = web.started
+        started = min(r["t"] for r in requests)  # (the changing pages' clock starts at the first page request)
     end = max(r["t"] for r in requests)
     by_page: dict[tuple[str, str], list[float]] = defaultdict(list)
     by_ip: dict[str, list[float]] = defaultdict(list)

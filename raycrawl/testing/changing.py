@@ -1,10 +1,13 @@
 """The ``changing`` profile of the test web: pages that change on known schedules while a crawl runs, for
-continuous-crawl tests (core/revisit_schedule.py). Times count from the server's start.
+continuous-crawl tests (core/revisit_schedule.py).
 
 - ``/``: links to every page below; never changes.
 - ``/fast/{i}`` (i < FAST): a new version every ``WebSpec.change_period`` seconds.
 - ``/never/{i}`` (i < NEVER): never changes.
 - ``/removed/{i}`` (i < REMOVED): as ``never`` until ``WebSpec.remove_after`` seconds, then 410 Gone.
+
+Times count from the first request for one of these pages, not from the server's start: a crawl slow to start
+on a loaded machine sees the same web as a quick one.
 
 Validators: ``ETag`` (from the body) and ``Last-Modified`` (when its version began), honoured as RFC 9110 says
 (If-None-Match first); odd-numbered pages send none and ignore conditions, as many servers do -- an unchanged one
@@ -27,7 +30,7 @@ def paths() -> list[str]:
 
 
 def version(path: str, age: float, period: float) -> int:
-    """The page's version ``age`` seconds after the server started (0: as it started)."""
+    """The page's version ``age`` seconds after the web's first page request (0: as it was then)."""
     return int(age // period) if path.startswith("/fast/") else 0
 
 

@@ -35,7 +35,7 @@ class WebSpec:
     canary: str = ""  # ip:port of a listener the "hostile" host links to in every spelling (must see nothing)
     revision_file: str = ""  # the "versioned" profile's revision is read from here (testing/versioned.py)
     change_period: float = 20.0  # the "changing" profile's fast pages change this often (testing/changing.py)
-    remove_after: float = 30.0  # ... and its removed pages answer 410 from this long after the server started
+    remove_after: float = 30.0  # ... and its removed pages answer 410 this long after its first page request
 
     def profile(self, host: int) -> str:
         return self.profiles[host] if host < len(self.profiles) else "normal"

@@ -84,7 +84,6 @@ class TestWeb:
         self._startup_timeout = startup_timeout
         self._proc: subprocess.Popen[str] | None = None
         self.port = 0
-        self.started = 0.0  # when the server started (the "changing" profile's pages count their versions from it)
         self.graph = WebGraph(self.spec, 0)
 
     def start(self) -> TestWeb:
@@ -107,7 +106,6 @@ class TestWeb:
             raise RuntimeError("the test web did not start (see its stderr above)")
         info = json.loads(line)
         self.port = int(info["port"])
-        self.started = float(info.get("started", 0.0))
         self.graph = WebGraph(self.spec, self.port)
         return self
 

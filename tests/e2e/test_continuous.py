@@ -88,10 +88,9 @@ def test_an_adaptive_continuous_crawl_follows_each_page_s_change_rate(tmp_path: 
             assert len(seen) >= 5, (host, i, seen)
             later = gaps(seen)[2:]
             assert PERIOD * 0.3 <= statistics.median(later) <= PERIOD * 2, (host, i, gaps(seen))
-        for i in range(NEVER):  # backed off toward --revisit-max
+        for i in range(NEVER):  # backed off toward --revisit-max (growing intervals: from the records, below)
             between = gaps(times[(host, f"/never/{i}")])
             assert len(between) >= 4, (host, i, between)
-            assert all(b > a for a, b in itertools.pairwise(between)), (host, i, between)
             assert between[-1] >= 14.0, (host, i, between)
         for i in range(REMOVED):  # gone once, and never asked for again
             asked = [(r["t"], r["status"]) for r in requests if r["host"] == host and r["path"] == f"/removed/{i}"]
@@ -106,11 +105,14 @@ def test_an_adaptive_continuous_crawl_follows_each_page_s_change_rate(tmp_path: 
     for r in pages:
         outcomes[r["url"]].append(r["outcome"])
     intervals: dict[str, list[float]] = defaultdict(list)  # what each visit set the next interval to
-    for r in pages:
+    for r in sorted(pages, key=lambda r: datetime.fromisoformat(r["fetched_at"].replace("Z", "+00:00"))):
         if "revisit_in_s" in r:
             intervals[r["url"]].append(r["revisit_in_s"])
     for url, set_to in intervals.items():
-        path = url.split("/", 3)[3]
+        host, path = url.split("/", 3)[2:]
+        if not path.startswith("removed/"):  # (every visit set the next: none came sooner; later, on a busy machine)
+            between = gaps(times[(host, "/" + path)])
+            assert all(gap >= due - 0.01 for gap, due in zip(between, set_to, strict=False)), (url, between, set_to)
         if path.startswith("fast/"):  # (near the change period, from the records too)
             assert PERIOD * 0.3 <= statistics.median(set_to[2:]) <= PERIOD * 2, (url, set_to)
         elif path.startswith("never/"):  # (x1.4 a visit, up to --revisit-max)
@@ -151,10 +153,12 @@ def test_a_continuous_crawl_stopped_and_resumed_keeps_its_schedule_and_rolls_its
     out = tmp_path / "out"
     settings = {"delay": 0.2, "revisit": True, "revisit_schedule": "fixed", "revisit_after": f"{every:g}s",
                 "rollover": f"{rollover:g}s", "checkpoint_interval": 5.0,
-                # Marks expire after 8 s, and "/" (fetched every 6 s) links to every page: only because each
+                # Marks expire after 12-15 s, and "/" (fetched every 6 s) links to every page: only because each
                 # page's mark is renewed whenever it is scheduled again does none come back as new through that
-                # link (a second copy on the schedule would break the gaps below).
-                "seen_ttl": "8s"}  # fmt: skip
+                # link (a second copy on the schedule would break the gaps below). (Not less: a page's mark from its
+                # discovery must outlast its wait for its first fetch -- a CI run's first pass, on a loaded machine,
+                # outlasted 8 s, and a page came back as new before it was ever fetched.)
+                "seen_ttl": "12s"}  # fmt: skip
     with TestWeb(spec) as web:
         first, _ = run(local_config(seeds=tuple(web.graph.seeds()), out=str(out), time_limit=22, **settings))
         stopped_at = max(r["t"] for r in web.requests())
