@@ -73,14 +73,19 @@ def test_killing_fetch_workers_loses_nothing(tmp_path: Path) -> None:
     assert frontier.get("lease_expiries", 0) == 0  # returned when Ray reported the death, not by expiry
 
 
-def kill_once_when(web: TestWeb, title: str, pages: int, every: bool = False) -> threading.Thread:
+def kill_once_when(
+    web: TestWeb, title: str, pages: int, every: bool = False, said: list[str] | None = None
+) -> threading.Thread:
     """SIGKILL the first process titled ``title`` (``every``: all of them at once) once the server has seen ``pages``
-    page requests."""
+    page requests; what was killed, and when, goes to ``said`` (for a failing test's message)."""
 
     def killer() -> None:
         wait_until(lambda: len(page_requests(web.requests())) >= pages and pids_running(title), 300, title)
-        for pid in pids_running(title)[: None if every else 1]:
+        pids = pids_running(title)[: None if every else 1]
+        for pid in pids:
             os.kill(pid, signal.SIGKILL)
+        if said is not None:
+            said.append(f"{title} {pids} SIGKILLed at {len(page_requests(web.requests()))} page requests")
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
@@ -117,10 +122,13 @@ def crawl_killing(
     spec = WebSpec(hosts=20, pages_per_host=250, page_bytes=200)
     with TestWeb(spec) as web:
         cfg = local_config(seeds=tuple(web.graph.seeds()), out=str(out), delay=0.05, checkpoint_interval=2.0)
-        thread = kill_once_when(web, title, 2500, every)
+        said: list[str] = []
+        thread = kill_once_when(web, title, 2500, every, said)
         summary, records = run(cfg)
         thread.join()
         requests = web.requests()
+    # (what was killed, for the callers' messages: a CI run once found no recovery noted at all)
+    summary["killed"] = said
     reachable = web.graph.reachable([(h, 0) for h in range(spec.hosts)])
     assert_each_url_once(records)
     assert {r["url"] for r in records if r["outcome"] == "fetched"} == set(reachable)  # 0 lost
@@ -137,6 +145,7 @@ def test_a_killed_frontier_shard_is_rebuilt_alone(tmp_path: Path) -> None:
     are all of the lost shard's hosts; every page recorded once, WARC once, polite at the server, the counters as
     the records."""
     summary, records, requests = crawl_killing("ray::FrontierShardActor", tmp_path)
+    assert len(summary["recoveries"]) == 1, (summary["recoveries"], summary["killed"], summary["events"])
     [recovery] = summary["recoveries"]
     assert recovery["kind"] == "frontier shard rebuilt", recovery
     assert summary["events"].get("rollbacks", 0) == 0
@@ -166,6 +175,7 @@ def test_killing_the_coordinator_picks_the_crawl_up_from_its_live_crew(tmp_path:
     no --resume, no roll-back: every reachable page recorded once, WARC once, polite at the server, none fetched
     twice."""
     summary, records, requests = crawl_killing("ray::Coordinator", tmp_path)
+    assert len(summary["recoveries"]) == 1, (summary["recoveries"], summary["killed"], summary["events"])
     [recovery] = summary["recoveries"]
     assert recovery["kind"] == "coordinator restarted" and "picked up" in recovery["cause"], recovery
     assert summary["events"].get("rollbacks", 0) == 0
