@@ -190,12 +190,12 @@ class CheckpointsAndRollbacks:
         self._back_to_checkpoint(rollbacks, (shards, partitions))
         self.note("rolled back to the last checkpoint", f"{why} ({type(cause).__name__})", began)
 
-    def _back_to_checkpoint(self, rollbacks: int, silent: tuple[list[int], list[int]] | None = None) -> None:
+    def _back_to_checkpoint(self, rollbacks: int, silent: tuple[list[int], list[int]]) -> None:
         """A new crew and loop, from the last checkpoint (or the start), on nodes that answer. ``silent``: the
-        crew's shards and partitions found silent just now (``Crew.silent``), else looked for here."""
+        crew's shards and partitions found silent just now (``Crew.silent``)."""
         # The nodes of the actors that are gone (or do not answer: a node Ray has not yet noticed is lost) get none
         # of the new ones.
-        self.c._placement.avoid(self.c.crew.nodes_of(*(silent or self.c.crew.silent())))
+        self.c._placement.avoid(self.c.crew.nodes_of(*silent))
         # (a new actor placed on a node that is dying -- Ray notices a lost node only after missed heartbeats -- dies
         # too: Ray catches up during the pause, and each try starts from scratch)
         made_despite_losses(lambda: self._recreate_and_restore(rollbacks))
@@ -239,7 +239,7 @@ class CheckpointsAndRollbacks:
             self.note("coordinator restarted", "its crew alive: picked up where it was", away_since, again)
             return
         c.stats.started_at = c._started_at or began
-        self._back_to_checkpoint(c.stats.events["rollbacks"])
+        self._back_to_checkpoint(c.stats.events["rollbacks"], c.crew.silent())
         self.note("coordinator restarted", "from the last checkpoint (its crew lost, or a cut half-made)", began)
 
     def note(self, kind: str, cause: str, began: float, again: int | None = None) -> None:

@@ -38,6 +38,11 @@ def fetch_times(requests: list[dict[str, Any]]) -> dict[tuple[str, str], list[fl
     return times
 
 
+def fetched_at(record: dict[str, Any]) -> float:
+    """When a record's page was fetched (its ``fetched_at``, UTC text), as a timestamp."""
+    return datetime.fromisoformat(record["fetched_at"].replace("Z", "+00:00")).timestamp()
+
+
 def gaps(times: list[float]) -> list[float]:
     return [b - a for a, b in itertools.pairwise(times)]
 
@@ -105,7 +110,7 @@ def test_an_adaptive_continuous_crawl_follows_each_page_s_change_rate(tmp_path: 
     for r in pages:
         outcomes[r["url"]].append(r["outcome"])
     intervals: dict[str, list[float]] = defaultdict(list)  # what each visit set the next interval to
-    for r in sorted(pages, key=lambda r: datetime.fromisoformat(r["fetched_at"].replace("Z", "+00:00"))):
+    for r in sorted(pages, key=fetched_at):
         if "revisit_in_s" in r:
             intervals[r["url"]].append(r["revisit_in_s"])
     for url, set_to in intervals.items():
@@ -197,7 +202,7 @@ def test_a_continuous_crawl_stopped_and_resumed_keeps_its_schedule_and_rolls_its
                     archived[period].add(urlsplit(record.rec_headers.get_header("WARC-Target-URI")).path)
         if kind == "pages":
             for line in (storage.read(name) or b"").splitlines():
-                fetched = datetime.fromisoformat(json.loads(line)["fetched_at"].replace("Z", "+00:00")).timestamp()
+                fetched = fetched_at(json.loads(line))
                 start = period_of(fetched, rollover) * rollover
                 assert period_label(fetched, rollover) == period or (
                     period_label(start - 1, rollover) == period and fetched - start < rollover / 2
