@@ -8,8 +8,9 @@ The big light test web (40 hosts, 500 pages each, ~0.5 KB pages), no delay, one 
 Each round runs ``python -m benchmarks.bare_loop`` (``benchmarks/bare_loop.py``: aiohttp + selectolax and nothing
 else) and then ``raycrawl crawl`` -- the command a user runs, with its own Ray and default settings but
 ``--delay 0 --delay-factor 0`` -- against the same test web; with ``--before DIR`` another checkout's ``raycrawl
-crawl`` first (e.g. ``git worktree add DIR <commit before a change>``). Rounds alternate so all see the same
-machine.
+crawl`` too (e.g. ``git worktree add DIR <commit before a change>``). Rounds alternate so all see the same
+machine, and the crawls' order turns each round (the first crawl, the loop, then the others; the next round, the
+other way round): whichever crawl runs first in a round does better on this machine.
 Every process of each command is counted from its start to its end (``benchmarks/cpu_use.py`` samples /proc
 every 0.1 s; a process that ends is counted to its last sample; the bare loop reports its own CPU exactly): Ray's
 start-up, the crawl's checkpoints and its end are in it. Pages are what the test web's log saw (robots.txt
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -43,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from benchmarks.cpu_use import NOT_ACTORS, CpuSampler
@@ -228,13 +230,20 @@ def main() -> None:
     rounds: list[tuple[Run, list[Run]]] = []
     with TestWeb(spec) as web:
         for i in range(args.rounds):
-            runs = []
+            crawls: list[Callable[[], Run]] = []
             if args.before:
-                runs.append(raycrawl(web, i, args.extra, os.path.abspath(args.before)))
-            floor = bare(web, i)
-            runs.append(raycrawl(web, i, args.extra))
+                crawls.append(functools.partial(raycrawl, web, i, args.extra, os.path.abspath(args.before)))
+            crawls.append(functools.partial(raycrawl, web, i, args.extra))
             for n, flags in enumerate(args.also):
-                runs.append(raycrawl(web, i, [*args.extra, *flags.split()], tag=f"also{n}", name=flags.split()[-1]))
+                also = [*args.extra, *flags.split()]
+                crawls.append(functools.partial(raycrawl, web, i, also, tag=f"also{n}", name=flags.split()[-1]))
+            # The crawl that runs first in a round does better on this machine (measured: benchmarks/README.md,
+            # step 13), so the order turns each round: the first crawl, the loop, the others; reversed next round.
+            order = list(range(len(crawls)))[:: 1 if i % 2 == 0 else -1]
+            done = {order[0]: crawls[order[0]]()}
+            floor = bare(web, i)
+            done |= {k: crawls[k]() for k in order[1:]}
+            runs = [done[k] for k in range(len(crawls))]
             one_page = raycrawl(web, i, [*args.extra, "--max-pages", "1"], tag="one-page")
             rounds.append((floor, runs))
             print(f"round {i + 1}: " + table(floor, runs) + "\n" + margin_table(floor, runs), flush=True)
