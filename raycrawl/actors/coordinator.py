@@ -354,9 +354,9 @@ class Coordinator:
         horizon = self.cfg.lease_horizon
         finished, self._finished_batches = self._finished_batches, [[] for _ in range(self.num_shards)]
         refs = [
-            shard.lease.remote(quota, horizon, plan.drain, batch_id, done)
-            for shard, quota, batch_id, done in zip(
-                self.crew.shards, plan.quotas, plan.batch_ids, finished, strict=True
+            shard.lease.remote(quota, horizon, plan.drain, batch_id, done, chain)
+            for shard, quota, batch_id, done, chain in zip(
+                self.crew.shards, plan.quotas, plan.batch_ids, finished, plan.chains, strict=True
             )
         ]
         ray.wait(refs, num_returns=len(refs))

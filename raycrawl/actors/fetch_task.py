@@ -6,7 +6,8 @@ beyond each lease's not_before.
 that dies is reported by Ray, and the coordinator has its shards take back the leases it did not settle.
 
 The task ends only when every result it sent is settled: a task that ended has nothing on its way to a shard
-(the coordinator's test that the crawl is at rest relies on it).
+(the coordinator's test that the crawl is at rest relies on it). A settle's reply may hand the task more leases: a
+host's next run, chained to the task that settled its last (core/lease_batches.py); they join the stream.
 
 Before results go to their shards, the pages' payloads are claimed with the seen-set partitions (one call per
 partition for all the pages sent together): a payload stored before under another URL is written as a revisit of
@@ -28,10 +29,14 @@ from raycrawl.actors.worker_heap import freeze_startup_heap
 from raycrawl.adapters.fetcher import Fetcher, fetcher_for
 from raycrawl.core.captures import Capture, split_claims
 from raycrawl.core.fetch_settings import FetchSettings
+from raycrawl.core.records import FetchResult, Lease
 from raycrawl.core.settle_timing import SETTLE_SOONEST, Waiting
 
 NODE_ID_CHARS = 12
 CLAIM_TIMEOUT = 30.0  # seconds a partition may take to answer a batch's payload claims (then: written whole)
+# A task takes leases chained by its shards this long, then ends with what it has: a slot for launches waiting, and
+# the crawl's newest actor handles (a rebuilt partition, the render pool as it follows its queue) for the next task.
+CHAIN_FOR = 10.0
 
 # What every task of a crawl shares -- its fetch settings and the actor handles (shards, partitions, renderers) --
 # comes as references inside a list, which Ray leaves unresolved, and is fetched once per worker process: given as
@@ -62,32 +67,63 @@ def fetch_batch(shared: list[Any], epoch: int, *batches: bytes) -> int:
     fetcher.renderer = RenderCaller(renderers) if renderers else None  # (the crawl's render pool: actors/render.py)
     hold = settings.revisit_duplicates and bool(partitions)
     node_id = ray.get_runtime_context().get_node_id()
-    node = node_id[:NODE_ID_CHARS]
     leases = [lease for batch in batches for lease in leases_of(batch)]  # (packed by their shards: actors/wire.py)
-    settling: list[Any] = []
-    waiting = Waiting()  # (results go several a call, each within its host's time: core/settle_timing.py)
+    out = _Settling(fetcher, shards, partitions if hold else None, node_id, len(leases))
+    stream = fetcher.fetch_stream(leases, epoch, tick=SETTLE_SOONEST, node=node_id, hold_pages=hold, more=out.more)
+    for results in stream:
+        out.add(results)
+    return out.taken
 
-    def send() -> None:
-        if hold:
-            _write_held(fetcher, partitions)
-        groups = waiting.take()
+
+class _Settling:
+    """A task's results on their way to their shards, and the leases the shards chain to it in their replies."""
+
+    def __init__(self, fetcher: Fetcher, shards: list[Any], partitions: list[Any] | None, node_id: str, taken: int):
+        """``partitions``: the seen-set's, when the pages' WARC waits for their payload claims (else None)."""
+        self._fetcher, self._shards, self._partitions = fetcher, shards, partitions
+        self._node_id, self._node = node_id, node_id[:NODE_ID_CHARS]
+        self._settling: list[Any] = []  # settle calls whose replies are not read yet
+        self._waiting = Waiting()  # (results go several a call, each within its host's time: core/settle_timing.py)
+        self._chain_until = time.monotonic() + CHAIN_FOR
+        self.taken = taken
+
+    def add(self, results: list[FetchResult]) -> None:
+        now = time.time()  # (the results' ended_at is the wall clock's)
+        self._waiting.add(results, now)
+        if self._waiting.time_to_send(now):
+            self._send()
+
+    def _send(self) -> None:
+        if self._partitions is not None:
+            _write_held(self._fetcher, self._partitions)
+        groups = self._waiting.take()
         for group in groups.values():
             for result in group:
-                result.node = node
+                result.node = self._node
                 if result.warc is not None:
-                    result.warc.node = node_id  # (the cut sends this node the task that stores its WARC parts)
+                    result.warc.node = self._node_id  # (the cut sends this node the task that stores its WARC parts)
                 if result.item is not None:
-                    result.item.node = node_id  # (... and its items' lines)
-        settling.extend(shards[shard].settle.remote(pack(group)) for shard, group in groups.items())
+                    result.item.node = self._node_id  # (... and its items' lines)
+        chain = time.monotonic() < self._chain_until
+        shards = self._shards
+        self._settling.extend(shards[shard].settle.remote(pack(group), chain) for shard, group in groups.items())
 
-    for results in fetcher.fetch_stream(leases, epoch, tick=SETTLE_SOONEST, node=node_id, hold_pages=hold):
-        now = time.time()  # (the results' ended_at is the wall clock's)
-        waiting.add(results, now)
-        if waiting.time_to_send(now):
-            send()
-    send()
-    ray.get(settling)  # (a shard that died fails the task: the coordinator rolls the crawl back anyway)
-    return len(leases)
+    def more(self, dry: bool) -> list[Lease]:
+        """The leases the shards chained to this task (core/lease_batches.py) in the replies come so far; ``dry``:
+        every lease is done -- what waits is sent, and the replies are waited for until one brings leases (a shard
+        that died fails the task: the coordinator has its leases taken back)."""
+        if dry:
+            self._send()
+        settling = self._settling
+        while settling:
+            ready, settling[:] = ray.wait(settling, num_returns=len(settling), timeout=0)
+            if not ready and dry:
+                ready, settling[:] = ray.wait(settling, num_returns=1)
+            chained = [lease for packed in ray.get(ready) if packed for lease in leases_of(packed)]
+            if chained or not dry:
+                self.taken += len(chained)
+                return chained
+        return []
 
 
 def _write_held(fetcher: Fetcher, partitions: list[Any]) -> None:

@@ -2,7 +2,8 @@
 for its hosts, and the seen-set's writer for the links its results add.
 
 Calls come from the coordinator (``lease`` each round, checkpoints, operator commands), from fetch tasks
-(``settle``: their results) and from other shards (``push``: new URLs for hosts this shard owns). Once per round
+(``settle``: their results; its reply, the leases chained to the task: core/lease_batches.py) and from other shards
+(``push``: new URLs for hosts this shard owns). Once per round
 (in ``lease``) the shard asks the seen-set partitions about the links found since the last one, one call each,
 awaited together, and sends the new URLs to their owners, one batch each; a partition that died leaves its share
 held until the coordinator has rebuilt it (``set_partition``).
@@ -32,6 +33,7 @@ from raycrawl.adapters.snapshots import StoreUnavailable
 from raycrawl.adapters.storage import StorageError, open_storage
 from raycrawl.core.crawl_loop import ShardSummary
 from raycrawl.core.host_actions import HostAction
+from raycrawl.core.lease_batches import NO_CHAIN, ChainAllowance
 from raycrawl.core.link_routing import Handover, PartitionShare
 from raycrawl.core.queue_log import LoggedQueueStore
 from raycrawl.core.queue_store import MemoryQueueStore, QueueStore
@@ -80,14 +82,20 @@ class FrontierShardActor:
     # --- the coordinator's round ---------------------------------------------------------------------
 
     def lease(
-        self, quota: int, horizon: float, drain: str | None, batch_id: int, finished: list[int]
+        self,
+        quota: int,
+        horizon: float,
+        drain: str | None,
+        batch_id: int,
+        finished: list[int],
+        chain: ChainAllowance = NO_CHAIN,
     ) -> tuple[bytes, ShardSummary]:
         """The round's leases (packed: actors/wire.py), and the shard's summary. Both come back to the coordinator,
         which hands the leases on to a fetch task as they are: a batch's bytes go with the calls, where a reference
         to them cost each process it passed through its owner's bookkeeping (benchmarks/README.md, issue 51)."""
         # (before the summary: it counts the batches this sends)
         self._route(self._work.take_shares(), self._work.router.take_touches())
-        leases, summary = self._work.lease(quota, horizon, drain, batch_id, finished)
+        leases, summary = self._work.lease(quota, horizon, drain, batch_id, finished, chain)
         summary.buffered = max(summary.buffered, self._pages.size)
         return pack(leases), summary
 
@@ -96,9 +104,10 @@ class FrontierShardActor:
 
     # --- results and links ---------------------------------------------------------------------------
 
-    def settle(self, results: bytes) -> None:
-        """A fetch task's results (packed: actors/wire.py)."""
-        self._work.settle(results_of(results))
+    def settle(self, results: bytes, chain: bool = True) -> bytes:
+        """A fetch task's results (packed: actors/wire.py); the leases chained to it, packed (b"": none)."""
+        leases = self._work.settle(results_of(results), chain)
+        return pack(leases) if leases else b""
 
     def offer(self, links: list[Link], known: dict[str, Known] | None = None) -> None:
         """Seeds (from the coordinator): screened and deduplicated like any link, with the round's."""

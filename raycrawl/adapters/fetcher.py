@@ -152,11 +152,14 @@ class Fetcher:
         tick: float | None = None,
         node: str = "",
         hold_pages: bool = False,
+        more: Callable[[bool], Sequence[Lease]] | None = None,
     ) -> Iterator[list[FetchResult]]:
         """Results in small groups, as their requests complete; with ``tick``, an empty group whenever that long
         passes without one (so the caller can act on time, e.g. send what it holds). WARC goes to the ``node``
         directory of the buffer. ``hold_pages``: the WARC of pages with a payload waits until the caller says
         which payloads were captured before (``held_claims``, then ``write_held``), before their results go on.
+        ``more``: leases to add to the stream, asked after each group (``more(False)``: none to wait for) and
+        when every lease so far is done (``more(True)``: it may wait for some; none then ends the stream).
 
         Leases in one batch are due at different times; streaming lets each host's answer reach its shard at
         once instead of when the batch's last URL is done, so no host waits on another host's schedule.
@@ -166,16 +169,26 @@ class Fetcher:
         # One wake-up of the loop for the whole batch: a cross-thread call per URL cost ~5% of a fetch worker.
         self._loop.call_soon_threadsafe(self._start, leases, done)
         remaining = len(leases)
-        while remaining:
+        while remaining or more is not None:
+            if not remaining:
+                assert more is not None
+                added = more(True)
+                if not added:
+                    return
+                self._loop.call_soon_threadsafe(self._start, added, done)
+                remaining += len(added)
             try:
                 group = done.take(timeout=tick)
             except queue.Empty:
-                yield []
-                continue
+                group = []
             remaining -= len(group)
             results = [self._finished(lease, item) for lease, item in group]
-            self._flush()
+            if results:
+                self._flush()
             yield results
+            if more is not None and (added := more(False)):
+                self._loop.call_soon_threadsafe(self._start, added, done)
+                remaining += len(added)
 
     def _finished(self, lease: Lease, item: Exchange | BaseException) -> FetchResult:
         """The URL's result, whatever happened: the fault boundary of one URL (docs/architecture.md, invariant 7).

@@ -29,6 +29,7 @@ from typing import Literal
 
 from raycrawl.core.batching import split_quota
 from raycrawl.core.demand import fetch_demand
+from raycrawl.core.lease_batches import NO_CHAIN, ChainAllowance
 from raycrawl.core.link_routing import all_delivered
 from raycrawl.core.rollover import period_label, period_of
 from raycrawl.core.stats import CrawlStats
@@ -102,6 +103,7 @@ class RoundPlan:
     batch_ids: list[int]  # per shard: the id its leases of this round are known by
     drain: str | None  # end everything queued with this detail
     quiescing: bool
+    chains: list[ChainAllowance] = field(default_factory=list)  # per shard: what it may chain until the next round
 
 
 class CrawlLoop:
@@ -132,6 +134,7 @@ class CrawlLoop:
         self._last_quiesce = 0.0
         self.task_capacity: int | None = None  # tasks the cluster's CPUs hold (the coordinator says; None: no bound)
         self._lags: list[tuple[float, float]] = []  # (when, how late) revisits were sent, over the last LAG_WINDOW
+        self._chain_granted = 0  # leases the last round let the shards chain (taken as chained: summaries lag them)
 
     # --- stopping --------------------------------------------------------------------------------------
 
@@ -198,7 +201,37 @@ class CrawlLoop:
         self._rotation += 1
         ids = list(range(self._next_batch, self._next_batch + self.shards))
         self._next_batch += self.shards
-        return RoundPlan(quotas, ids, drain, quiescing)
+        room = self._page_room()  # (less the last round's grant, before it is replaced)
+        self._chain_granted = 0
+        chain = NO_CHAIN if (drain or quiescing or self.paused) else self._chain_allowance(room, sum(quotas))
+        return RoundPlan(quotas, ids, drain, quiescing, [chain] * self.shards)
+
+    def _chain_allowance(self, room: int | None, quotas: int) -> ChainAllowance:
+        """What each shard may hand settling tasks until the next round (core/lease_batches.py): none while staged
+        batches wait for a task to end (a task that chains runs on), within what the page budgets leave after this
+        round's quotas, and never past the time limit."""
+        if self.staged and len(self.tasks) >= self.task_ceiling:
+            return NO_CHAIN
+        cfg = self.cfg
+        until = self.stats.started_at + cfg.time_limit if cfg.time_limit is not None else None
+        if room is None:
+            return ChainAllowance(None, until)
+        each = max(0, room - quotas) // self.shards
+        self._chain_granted = each * self.shards
+        return ChainAllowance(each, until)
+
+    def _page_room(self) -> int | None:
+        """Leases the page budgets still allow (None: no budget): every lease the summaries count is taken as a page
+        to come (robots ones make it stricter), and so is every lease the last round let the shards chain (which
+        those summaries may not count yet)."""
+        cfg, rooms = self.cfg, []
+        if cfg.max_pages is not None:
+            rooms.append(cfg.max_pages - self.stats.pages_fetched - self.leased)
+        if cfg.max_accepted is not None:
+            # Exact as --max-pages is: never more pages out than could still be accepted, so no accepted page
+            # is ever one too many (a crawl that rejects most pages leases fewer at a time near the end).
+            rooms.append(cfg.max_accepted - self.stats.accepted - self.leased)
+        return min(rooms) - self._chain_granted if rooms else None
 
     def lease_budget(self) -> int:
         cfg = self.cfg
@@ -207,13 +240,9 @@ class CrawlLoop:
         # may be counted twice for a round; the capacity is a target, not a bound (tasks in flight are).
         out = max(0, self.leased - self._closed_since)
         budget = self.task_ceiling * cfg.fetch_batch_size - out
-        if cfg.max_pages is not None:
-            # A bound: every lease the summaries count is taken as a page to come (robots ones make it stricter).
-            budget = min(budget, cfg.max_pages - self.stats.pages_fetched - self.leased)
-        if cfg.max_accepted is not None:
-            # Exact as --max-pages is: never more pages out than could still be accepted, so no accepted page
-            # is ever one too many (a crawl that rejects most pages leases fewer at a time near the end).
-            budget = min(budget, cfg.max_accepted - self.stats.accepted - self.leased)
+        room = self._page_room()
+        if room is not None:
+            budget = min(budget, room)
         return max(0, budget)
 
     def answered(

@@ -26,6 +26,7 @@ from raycrawl.core.demand import BACKLOG_CAP
 from raycrawl.core.frontier import FrontierShard
 from raycrawl.core.frontier_settings import FrontierSettings
 from raycrawl.core.host_budget import BudgetClient
+from raycrawl.core.lease_batches import NO_CHAIN, ChainAllowance, LeaseBatches
 from raycrawl.core.link_routing import Handover, LinkRouter, PartitionShare
 from raycrawl.core.outlinks import Candidates, screen
 from raycrawl.core.parts import WarcLedger
@@ -94,6 +95,7 @@ class ShardWork:
         self.shard_id = shard_id
         self.setup = setup
         self.frontier = FrontierShard(shard_id, setup.frontier, setup.priority.frontier_key(warn), clock, store, budget)
+        self._budget = budget
         self.router = LinkRouter(shard_id, setup.shards, setup.partitions)
         self.scope = ScopePolicy(setup.scope, setup.seeds, setup.allow, setup.deny)
         self.proxies = ProxyRouter(setup.proxies, clock) if setup.proxies.used else None
@@ -104,7 +106,8 @@ class ShardWork:
         self.last_round_at = 0.0  # when the coordinator last asked (a new one after a restart: how long it was away)
         self._ledger = WarcLedger()
         self._output = ShardOutput()
-        self._batches: dict[int, list[int]] = {}  # lease batch -> its lease ids
+        self._batches = LeaseBatches(setup.frontier.run_length)  # which task each lease is with, and chaining
+        self._horizon = 0.0  # the coordinator's lease horizon, as of its last call (chained leases reach as far)
         self._candidates: Candidates = {}  # links found since the last round, not asked about yet
         self._known: dict[str, Known] = {}  # what an earlier crawl learned of some of them (a recrawl's seeds)
         self._latencies: list[float] = []  # of the results settled since the coordinator last asked (a metric)
@@ -117,12 +120,22 @@ class ShardWork:
     # --- the coordinator's round ---------------------------------------------------------------------
 
     def lease(
-        self, quota: int, horizon: float, drain: str | None, batch_id: int, finished: Sequence[int] = ()
+        self,
+        quota: int,
+        horizon: float,
+        drain: str | None,
+        batch_id: int,
+        finished: Sequence[int] = (),
+        chain: ChainAllowance = NO_CHAIN,
     ) -> tuple[list[Lease], ShardSummary]:
+        """``chain``: what this shard may hand to settling tasks until the next call (core/lease_batches.py)."""
         shard = self.frontier
         self.last_round_at = self._clock()
+        self._horizon = horizon
+        # (a politeness budget shared with other crawls: every request needs the registry's slot, asked per round)
+        self._batches.grant(chain if self._budget is None else NO_CHAIN)
         for done in finished:  # (tasks that ended: their leases are all settled or released)
-            self._batches.pop(done, None)
+            self._batches.pop(done)
         shard.evict_idle()
         if drain is not None:
             shard.drain(drain)
@@ -137,10 +150,8 @@ class ShardWork:
         if quota <= 0:
             shard.settle_budget()  # (slots shared with other crawls go back even while this one leases nothing)
         if leases:
-            self._batches[batch_id] = [lease.lease_id for lease in leases]
-            if self.proxies is not None:
-                for lease in leases:  # (a run's leases all go through the proxy its host has now)
-                    lease.proxy = self.proxies.choose(hostname(host_key(lease.entry.url)))
+            self._batches.add(batch_id, [lease.lease_id for lease in leases])
+            self._choose_proxies(leases)
         summary = ShardSummary(
             leases=len(leases),
             earliest=min((lease.not_before for lease in leases), default=None),
@@ -186,14 +197,38 @@ class ShardWork:
     def release_batches(self, batch_ids: Iterable[int], reason: str) -> None:
         """A fetch task died: the leases of its batches not settled yet go back (their hosts back off)."""
         for batch_id in batch_ids:
-            self.frontier.release(self._batches.pop(batch_id, []), reason)
+            self.frontier.release(self._batches.pop(batch_id), reason)
         self._end_terminals()
+
+    def _choose_proxies(self, leases: list[Lease]) -> None:
+        if self.proxies is not None:
+            for lease in leases:  # (a run's leases all go through the proxy its host has now)
+                lease.proxy = self.proxies.choose(hostname(host_key(lease.entry.url)))
+
+    def _chain(self, settled: list[int], chain: bool) -> list[Lease]:
+        """The leases the settling task earned with ``settled`` (core/lease_batches.py): hosts due by the horizon,
+        as a round would lease them, added to the batch that earned them. None when the task asks for none."""
+        quotas = self._batches.settled(settled, self._clock())
+        if not chain or not quotas:
+            return []
+        out: list[Lease] = []
+        for batch, quota in quotas.items():
+            leases = self.frontier.lease(quota, self._horizon)
+            if not leases:
+                break  # (no host due: none for the other batches either)
+            self._batches.chained(batch, [lease.lease_id for lease in leases])
+            self._choose_proxies(leases)
+            out += leases
+        self._stats.events["leases_chained"] += len(out)
+        return out
 
     # --- results, straight from the fetch task -------------------------------------------------------
 
-    def settle(self, results: list[FetchResult]) -> None:
+    def settle(self, results: list[FetchResult], chain: bool = True) -> list[Lease]:
         """Ack the results, record the ones that count, and keep their links for the next ``take_shares``. A run's
-        leases that were not sent go back to their queues (core/runs.py)."""
+        leases that were not sent go back to their queues (core/runs.py). Returns the leases chained to the task
+        (``chain``: it takes them; core/lease_batches.py)."""
+        settled = [r.lease.lease_id for r in results]
         if self.proxies is not None:
             results = self._reroute(results)
         if any(r.unsent for r in results):
@@ -218,6 +253,7 @@ class ShardWork:
             if result.hints:
                 self._take_hints(result.hints)
         self.offer(out.links)
+        return self._chain(settled, chain)
 
     def _reroute(self, results: list[FetchResult]) -> list[FetchResult]:
         """What each answer says of its proxy; a request that failed at the proxy (not reached, credentials refused)

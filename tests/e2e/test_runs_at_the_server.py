@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -59,3 +60,28 @@ def test_an_answer_that_ends_a_run_sends_nothing_after_it(web: TestWeb) -> None:
     assert by_id[101].status == 403 and by_id[102].unsent and by_id[103].unsent
     assert by_id[102].status is None and by_id[102].warc is None
     assert len([r for r in web.requests() if r["ip"] == web.graph.ip(1)]) == before + 1  # (only the first)
+
+
+def test_a_stream_takes_the_runs_chained_to_it_and_ends_when_none_come(web: TestWeb) -> None:
+    """``fetch_stream(more=...)``: a run handed over as the one before it is done (core/lease_batches.py) is fetched
+    in the same stream; the stream ends only when the caller, with every lease done, has none to add."""
+    settings = FetchSettings(allow_network=(f"{web.graph.ip(0)}/32",), delay_factor=0.0)
+    fetcher = Fetcher(settings)
+    runs = [run_of(web, 0, [5, 6], gap=0.0), run_of(web, 0, [7, 8], gap=0.0)]
+    for i, lease in enumerate(runs[1]):  # (the next run's ids: its own)
+        lease.lease_id, lease.after = 10 + i, (9 + i if i else 0)
+    asked: list[bool] = []
+
+    def more(dry: bool) -> list[Lease]:
+        asked.append(dry)
+        return runs.pop() if dry and len(runs) == 1 else []
+
+    try:
+        first = runs.pop(0)
+        results = [r for group in fetcher.fetch_stream(first, tick=0.02, more=more) for r in group]
+    finally:
+        fetcher.close()
+    assert sorted(r.lease.url for r in results) == [web.graph.url(0, page) for page in (5, 6, 7, 8)]
+    assert [r.status for r in results] == [200] * 4 and asked.count(True) == 2  # (the last: none, the end)
+    paths = [r["path"] for r in web.requests() if r["ip"] == web.graph.ip(0)]
+    assert [paths.count(urlsplit(web.graph.url(0, page)).path) for page in (5, 6, 7, 8)] == [1] * 4

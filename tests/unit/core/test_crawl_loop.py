@@ -15,6 +15,7 @@ from raycrawl.core.crawl_loop import (
     ShardSummary,
     StagedBatch,
 )
+from raycrawl.core.lease_batches import NO_CHAIN, ChainAllowance
 from raycrawl.core.stats import CrawlStats
 
 
@@ -168,7 +169,7 @@ def test_the_next_round_comes_soon_while_urls_are_out_and_before_a_host_is_due()
 
 
 def test_a_task_that_ended_frees_its_capacity_before_the_next_summaries() -> None:
-    loop, clock = make(max_tasks_in_flight=2, fetch_batch_size=10, max_pages=1000)
+    loop, clock = make(max_tasks_in_flight=2, fetch_batch_size=10)
     batch = StagedBatch(0, 1, 10, clock.now)
     answer(loop, summary(leased=20), summary())
     loop.launched("t", [batch])
@@ -230,3 +231,42 @@ def test_a_loop_made_anew_keeps_the_operators_stop_and_pause() -> None:
     fresh.paused = "paused by operator"
     fresh.heed({"stop": None, "paused": None})
     assert (fresh.user_stop, fresh.paused) == ("asked of the new one", None)
+
+
+def test_shards_may_chain_leases_unless_the_crawl_is_stopping_pausing_or_cutting() -> None:
+    loop, clock = make(time_limit=60.0)
+    assert loop.plan().chains == [ChainAllowance(None, until=clock.now + 60.0)] * 2
+    loop.paused = "operator"
+    assert loop.plan().chains == [NO_CHAIN] * 2
+    loop.paused = None
+    loop.checkpoint_now()
+    assert loop.plan().chains == [NO_CHAIN] * 2  # (a cut waits for the tasks to end: they must not run on)
+    loop.checkpointed()
+    loop.stop("operator")
+    assert loop.plan().chains == [NO_CHAIN] * 2
+
+
+def test_no_chaining_while_staged_batches_wait_for_a_task_to_end() -> None:
+    loop, clock = make(max_tasks_in_flight=1)
+    answer(loop, summary(leases=5, earliest=clock.now), summary())
+    loop.launched("t", loop.to_launch()[0])
+    answer(loop, summary(leases=5, earliest=clock.now), summary())
+    assert loop.to_launch() == [] and loop.plan().chains == [NO_CHAIN] * 2  # (the task must end for them)
+    loop.task_ended("t")
+    assert loop.plan().chains == [ChainAllowance(None)] * 2
+
+
+def test_a_page_budget_is_never_overshot_by_what_shards_chain_between_rounds() -> None:
+    loop, _ = make(max_pages=100, max_tasks_in_flight=1, fetch_batch_size=10)
+    plan = loop.plan()
+    assert plan.quotas == [5, 5] and plan.chains == [ChainAllowance(45)] * 2  # (100 - the quotas' 10)
+    # The shards leased their quotas and may have chained all 90 since their summaries: the next round counts them.
+    loop.answered(plan, [summary(leased=5), summary(leased=5)], ["a", "b"])
+    plan = loop.plan()
+    assert plan.quotas == [0, 0] and plan.chains == [ChainAllowance(0)] * 2
+    # They had chained 30 when they answered that round (their summaries count them); those 30 and 5 more come.
+    stats = CrawlStats(started_at=0.0)
+    stats.outcomes["fetched"] = 65
+    loop.answered(plan, [summary(leased=20, stats=stats), summary(leased=15)], ["a", "b"])
+    plan = loop.plan()
+    assert sum(plan.quotas) + sum(c.leases or 0 for c in plan.chains) <= 100 - 65 - 35
