@@ -85,6 +85,7 @@ class _Settling:
         self._settling: list[Any] = []  # settle calls whose replies are not read yet
         self._waiting = Waiting()  # (results go several a call, each within its host's time: core/settle_timing.py)
         self._chain_until = time.monotonic() + CHAIN_FOR
+        self._failure: RayError | None = None  # a settle that failed (its shard died): raised at the end
         self.taken = taken
 
     def add(self, results: list[FetchResult]) -> None:
@@ -110,8 +111,9 @@ class _Settling:
 
     def more(self, dry: bool) -> list[Lease]:
         """The leases the shards chained to this task (core/lease_batches.py) in the replies come so far; ``dry``:
-        every lease is done -- what waits is sent, and the replies are waited for until one brings leases (a shard
-        that died fails the task: the coordinator has its leases taken back)."""
+        every lease is done -- what waits is sent, and the replies are waited for until one brings leases. A shard
+        that died fails the task, once the rest is fetched and settled (its leases are the coordinator's to take
+        back; the other shards' are settled, and cost no attempt)."""
         if dry:
             self._send()
         settling = self._settling
@@ -119,11 +121,27 @@ class _Settling:
             ready, settling[:] = ray.wait(settling, num_returns=len(settling), timeout=0)
             if not ready and dry:
                 ready, settling[:] = ray.wait(settling, num_returns=1)
-            chained = [lease for packed in ray.get(ready) if packed for lease in leases_of(packed)]
+            chained = [lease for packed in self._replies(ready) if packed for lease in leases_of(packed)]
             if chained or not dry:
                 self.taken += len(chained)
                 return chained
+        if dry and self._failure is not None:
+            raise self._failure
         return []
+
+    def _replies(self, ready: list[Any]) -> list[bytes]:
+        try:
+            return list(ray.get(ready))
+        except RayError:
+            pass
+        # A shard died: the others' replies, one by one (their chained leases are this task's to fetch).
+        replies: list[bytes] = []
+        for ref in ready:
+            try:
+                replies.append(ray.get(ref))
+            except RayError as exc:
+                self._failure = self._failure or exc
+        return replies
 
 
 def _write_held(fetcher: Fetcher, partitions: list[Any]) -> None:

@@ -209,8 +209,11 @@ class CrawlLoop:
     def _chain_allowance(self, room: int | None, quotas: int) -> ChainAllowance:
         """What each shard may hand settling tasks until the next round (core/lease_batches.py): none while staged
         batches wait for a task to end (a task that chains runs on), within what the page budgets leave after this
-        round's quotas, and never past the time limit."""
+        round's quotas, and never past the time limit. None either while a ranked host waits (``best_waiting``):
+        then the round's capacity goes to the best-scored hosts across shards, not to the settling shard's own."""
         if self.staged and len(self.tasks) >= self.task_ceiling:
+            return NO_CHAIN
+        if any(s.best_waiting is not None for s in self.latest):
             return NO_CHAIN
         cfg = self.cfg
         until = self.stats.started_at + cfg.time_limit if cfg.time_limit is not None else None

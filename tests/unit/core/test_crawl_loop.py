@@ -256,6 +256,14 @@ def test_no_chaining_while_staged_batches_wait_for_a_task_to_end() -> None:
     assert loop.plan().chains == [ChainAllowance(None)] * 2
 
 
+def test_no_chaining_while_a_ranked_host_waits_for_capacity() -> None:
+    loop, _ = make()
+    answer(loop, summary(best_waiting=-3.0), summary())  # (with priorities: the best score of a host no lease took)
+    assert loop.plan().chains == [NO_CHAIN] * 2  # (spare capacity goes to the best-scored hosts, shard by shard)
+    answer(loop, summary(), summary())
+    assert loop.plan().chains == [ChainAllowance(None)] * 2
+
+
 def test_a_page_budget_is_never_overshot_by_what_shards_chain_between_rounds() -> None:
     loop, _ = make(max_pages=100, max_tasks_in_flight=1, fetch_batch_size=10)
     plan = loop.plan()
