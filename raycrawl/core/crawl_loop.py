@@ -135,6 +135,7 @@ class CrawlLoop:
         self.task_capacity: int | None = None  # tasks the cluster's CPUs hold (the coordinator says; None: no bound)
         self._lags: list[tuple[float, float]] = []  # (when, how late) revisits were sent, over the last LAG_WINDOW
         self._chain_granted = 0  # leases the last round let the shards chain (taken as chained: summaries lag them)
+        self._recent_grants = (0, 0)  # what each shard might chain in the last two rounds (a lost one's may be unseen)
 
     # --- stopping --------------------------------------------------------------------------------------
 
@@ -204,6 +205,7 @@ class CrawlLoop:
         room = self._page_room()  # (less the last round's grant, before it is replaced)
         self._chain_granted = 0
         chain = NO_CHAIN if (drain or quiescing or self.paused) else self._chain_allowance(room, sum(quotas))
+        self._recent_grants = (self._recent_grants[1], chain.leases or 0)
         return RoundPlan(quotas, ids, drain, quiescing, [chain] * self.shards)
 
     def _chain_allowance(self, room: int | None, quotas: int) -> ChainAllowance:
@@ -217,10 +219,11 @@ class CrawlLoop:
             return NO_CHAIN
         cfg = self.cfg
         until = self.stats.started_at + cfg.time_limit if cfg.time_limit is not None else None
-        if room is None:
-            return ChainAllowance(None, until)
-        each = max(0, room - quotas) // self.shards
-        self._chain_granted = each * self.shards
+        # (never more than the tasks hold: a bound, so a lost shard's recovery can say what it may have chained)
+        each = self.task_ceiling * cfg.fetch_batch_size
+        if room is not None:
+            each = min(each, max(0, room - quotas) // self.shards)
+            self._chain_granted = each * self.shards
         return ChainAllowance(each, until)
 
     def _page_room(self) -> int | None:
@@ -330,6 +333,8 @@ class CrawlLoop:
         for shard in lost:
             summary, self.summaries[shard] = self.summaries[shard], None
             again += summary.leased if summary is not None else 0
+            # (and what it chained since that summary: within the grants of its round and of the one it missed)
+            again += sum(self._recent_grants)
             since, self.since_cut[shard] = self.since_cut[shard], CrawlStats(started_at=0.0)
             self.stats.take_back(since)
             again += sum(since.outcomes.values())

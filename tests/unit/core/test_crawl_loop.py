@@ -235,7 +235,7 @@ def test_a_loop_made_anew_keeps_the_operators_stop_and_pause() -> None:
 
 def test_shards_may_chain_leases_unless_the_crawl_is_stopping_pausing_or_cutting() -> None:
     loop, clock = make(time_limit=60.0)
-    assert loop.plan().chains == [ChainAllowance(None, until=clock.now + 60.0)] * 2
+    assert loop.plan().chains == [ChainAllowance(64 * 256, until=clock.now + 60.0)] * 2  # (at most what the tasks hold)
     loop.paused = "operator"
     assert loop.plan().chains == [NO_CHAIN] * 2
     loop.paused = None
@@ -253,7 +253,7 @@ def test_no_chaining_while_staged_batches_wait_for_a_task_to_end() -> None:
     answer(loop, summary(leases=5, earliest=clock.now), summary())
     assert loop.to_launch() == [] and loop.plan().chains == [NO_CHAIN] * 2  # (the task must end for them)
     loop.task_ended("t")
-    assert loop.plan().chains == [ChainAllowance(None)] * 2
+    assert loop.plan().chains == [ChainAllowance(256)] * 2
 
 
 def test_no_chaining_while_a_ranked_host_waits_for_capacity() -> None:
@@ -261,20 +261,27 @@ def test_no_chaining_while_a_ranked_host_waits_for_capacity() -> None:
     answer(loop, summary(best_waiting=-3.0), summary())  # (with priorities: the best score of a host no lease took)
     assert loop.plan().chains == [NO_CHAIN] * 2  # (spare capacity goes to the best-scored hosts, shard by shard)
     answer(loop, summary(), summary())
-    assert loop.plan().chains == [ChainAllowance(None)] * 2
+    assert loop.plan().chains == [ChainAllowance(64 * 256)] * 2
 
 
 def test_a_page_budget_is_never_overshot_by_what_shards_chain_between_rounds() -> None:
-    loop, _ = make(max_pages=100, max_tasks_in_flight=1, fetch_batch_size=10)
+    loop, _ = make(max_pages=30, max_tasks_in_flight=1, fetch_batch_size=10)
     plan = loop.plan()
-    assert plan.quotas == [5, 5] and plan.chains == [ChainAllowance(45)] * 2  # (100 - the quotas' 10)
-    # The shards leased their quotas and may have chained all 90 since their summaries: the next round counts them.
+    assert plan.quotas == [5, 5] and plan.chains == [ChainAllowance(10)] * 2  # (30 - the quotas' 10, by shard)
+    # The shards leased their quotas and may have chained all 20 since their summaries: the next round counts them.
     loop.answered(plan, [summary(leased=5), summary(leased=5)], ["a", "b"])
     plan = loop.plan()
     assert plan.quotas == [0, 0] and plan.chains == [ChainAllowance(0)] * 2
-    # They had chained 30 when they answered that round (their summaries count them); those 30 and 5 more come.
+    # They had chained 15 when they answered that round (their summaries count them); those come, and no more.
     stats = CrawlStats(started_at=0.0)
-    stats.outcomes["fetched"] = 65
-    loop.answered(plan, [summary(leased=20, stats=stats), summary(leased=15)], ["a", "b"])
+    stats.outcomes["fetched"] = 15
+    loop.answered(plan, [summary(leased=10, stats=stats), summary(leased=5)], ["a", "b"])
     plan = loop.plan()
-    assert sum(plan.quotas) + sum(c.leases or 0 for c in plan.chains) <= 100 - 65 - 35
+    assert sum(plan.quotas) + sum(c.leases or 0 for c in plan.chains) <= 30 - 15 - 15
+
+
+def test_a_lost_shard_may_have_chained_what_its_last_two_rounds_granted() -> None:
+    loop, _ = make(max_tasks_in_flight=1, fetch_batch_size=10)
+    answer(loop, summary(leased=10), summary(leased=0))
+    loop.plan()  # (the round it missed: its reply never came)
+    assert loop.lost_shards([0]) == 10 + 2 * 10  # (leased when last asked, and up to a task's leases a round)
