@@ -89,15 +89,22 @@ def watch_owner(owner: str, on_orphaned: Callable[[], None]) -> None:
         while missed < GONE_AFTER:
             time.sleep(WATCH_EVERY_S)
             try:
-                ray.get_actor(owner, namespace=NAMESPACE)
-                missed = 0
-            except ValueError:  # (what Ray also says when the GCS is away: only its answer counts)
-                missed = missed + 1 if cluster_kv.answers() else 0
+                alive = is_named(owner, NAMESPACE)
             except Exception:  # (the GCS away for a while: not a verdict on the coordinator)
-                missed = 0
+                alive = True
+            # (an empty answer is also what a GCS on its way back may give: only the store's answer counts)
+            missed = 0 if alive else missed + 1 if cluster_kv.answers() else 0
         on_orphaned()
 
     threading.Thread(target=watch, name="raycrawl-owner-watch", daemon=True).start()
+
+
+def is_named(name: str, namespace: str) -> bool:
+    """Whether an actor holds ``name`` (alive, or restarting). Asked of the GCS by name alone: ``ray.get_actor``
+    would make a handle, and a handle's first making in a process loads the actor's class -- the coordinator's
+    whole module tree imported (~0.5 s of CPU), holding the lock every task's arguments are unpickled under, so
+    each crew actor stalled for as long, a few seconds into every crawl (benchmarks/README.md, issue 51 step 14)."""
+    return {"name": name, "namespace": namespace} in ray.util.list_named_actors(all_namespaces=True)
 
 
 def kill(record: CrewRecord) -> None:
