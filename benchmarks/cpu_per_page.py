@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from benchmarks.cpu_use import NOT_ACTORS, CpuSampler
+from benchmarks.local_ray import THIS_CHECKOUT, compile_package
 from raycrawl.testing import TestWeb, WebSpec
 
 MARGIN_AFTER_FIRST = 10.0  # seconds after a run's first request before its steady window starts ...
@@ -151,6 +152,7 @@ def raycrawl(
         # (run from the checkout: ``-m`` puts the working directory first on the path, and Ray's workers take the
         # driver's path and environment)
         env = dict(os.environ, PYTHONPATH=source) if source else None
+        compile_package(source or THIS_CHECKOUT)
         label = name or ("raycrawl" if source is None else "before")
         return run_command(label, cmd, web, ua, env, cwd=source)
 
