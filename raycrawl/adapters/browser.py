@@ -284,12 +284,21 @@ class Renderer:
             await page.goto(state.job.url, wait_until="load", timeout=max(1.0, deadline - time.monotonic()) * 1000)
             outcome.load_ms = (time.monotonic() - started) * 1000
             state.quiet_since = time.monotonic()
+            confirmed: float | None = None  # the quiet a round trip to the page has confirmed
             while True:
                 now = time.monotonic()
                 # (quiet for render_settle within the bound: a poll that wakes late, past the deadline, does not
                 # count quiet that began too late to end before it)
                 if state.inflight == 0 and min(now, deadline) - state.quiet_since >= s.render_settle:
-                    break
+                    if confirmed == state.quiet_since:
+                        break
+                    # Quiet here may be a request the page made that has not reached _route yet (a loaded machine
+                    # delivers them late: a page that never settles once did): ask the page something, and count
+                    # the quiet at the next poll if nothing came in before the answer.
+                    confirmed = state.quiet_since
+                    await asyncio.wait_for(page.evaluate("0"), CONTENT_TIMEOUT_MS / 1000)
+                    await asyncio.sleep(SETTLE_POLL_S)
+                    continue
                 if now >= deadline:
                     raise TimeoutError
                 if crashed or not handle.browser.is_connected():

@@ -131,17 +131,21 @@ class TestWeb:
 
     def events(self) -> list[dict[str, Any]]:
         """What the server saw besides requests (e.g. ``{"event": "cut", "t": ..., "ip": ..., "path": ...}``)."""
-        path = self.log_path.with_name("events.jsonl")
-        if not path.exists():
-            return []
-        with path.open(encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.endswith("\n")]
+        return whole_lines(self.log_path.with_name("events.jsonl"))
 
     def requests(self) -> list[dict[str, Any]]:
-        if not self.log_path.exists():
-            return []
-        with self.log_path.open(encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.endswith("\n")]
+        return whole_lines(self.log_path)
+
+
+def whole_lines(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines the server has written whole to ``path`` so far. Read in one go and split here: iterating the
+    file line by line while the server appends reads its last, half-written line as one line and the rest of it
+    as the next (a line that starts mid-record: a CI run's kill helper died on one)."""
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8") as f:
+        text = f.read()
+    return [json.loads(line) for line in text.split("\n")[:-1]]
 
 
 def gaps_by_host(requests: list[dict[str, Any]]) -> dict[str, list[float]]:
