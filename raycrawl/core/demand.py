@@ -40,8 +40,8 @@ def task_capacity(cluster_cpus: float, task_cpus: float, max_tasks: int) -> int:
 
 def workers_to_warm(cluster_cpus: float, task_cpus: float, max_tasks: int) -> int:
     """Fetch worker processes to start with the crawl: one per CPU, at most one per task the CPUs hold. Tasks
-    beyond that (two a CPU by default) start theirs only when demand first asks for them, so a small crawl never
-    pays for processes it does not use (~1 s of CPU each to start)."""
+    beyond that (``--fetch-task-cpus`` under 1) start theirs only when demand first asks for them, so a small crawl
+    never pays for processes it does not use (~1 s of CPU each to start)."""
     return min(task_capacity(cluster_cpus, task_cpus, max_tasks), max(1, int(cluster_cpus + 1e-9)))
 
 

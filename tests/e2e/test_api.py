@@ -20,10 +20,10 @@ def test_pause_add_seeds_resume_and_analyse(tmp_path: Path) -> None:
         seeds = web.graph.seeds()
         crawl = Crawl(local_config(seeds=(seeds[0],), out=str(tmp_path), delay=0.05)).start()
         wait_until(lambda: crawl.status().get("pages", 0) >= 10, 120, "10 pages")
-        # Demand in view: this Ray's 2 CPUs hold 4 tasks of 0.5 CPU; no autoscaler here, so nothing is asked.
+        # Demand in view: this Ray's 2 CPUs hold 2 tasks of 1 CPU; no autoscaler here, so nothing is asked.
         demand = crawl.status()["demand"]
-        assert demand["tasks_ceiling"] == 4 and demand["cluster_cpus"] == 2.0 and demand["nodes"] == 1
-        assert 1 <= demand["tasks_wanted"] <= 4 and not demand["autoscaler"] and demand["cpus_requested"] == 0
+        assert demand["tasks_ceiling"] == 2 and demand["cluster_cpus"] == 2.0 and demand["nodes"] == 1
+        assert 1 <= demand["tasks_wanted"] <= 2 and not demand["autoscaler"] and demand["cpus_requested"] == 0
         crawl.pause()
         wait_until(lambda: crawl.status().get("state") == "paused", 30, "the paused state")
         wait_until(lambda: crawl.status().get("leased") == 0, 30, "in-flight fetches to finish")
