@@ -68,11 +68,12 @@ class ClusterSettings:
         group="cluster",
         at_least=1,
     )
-    # One a CPU. Two a CPU (0.5) held more hosts' runs at once while a host whose run ended waited for a task to end
-    # before its next run; since a host's next run is chained to the task that settled its last, two tasks a CPU
-    # only start more worker processes (~1 s of CPU each, mid-crawl) and share the cores among more of them:
-    # 1 against 0.5 on the vs_scrapy scenarios, alternating, 1.37x the pages/s unthrottled, 0.99 against 0.90 of
-    # the ideal polite rate, 0.97 against 0.80 heavy (benchmarks/README.md, issue 51, step 15).
+    # One a CPU, carrying 512 leases (fetch_batch_size): the leases out a CPU that two tasks of 256 carried. Two a
+    # CPU held more hosts' runs at once while a host whose run ended waited for a task to end before its next run;
+    # since a host's next run is chained to the task that settled its last, they only start more worker processes
+    # (~1 s of CPU each, mid-crawl) and share the cores among more of them: 1 against 0.5 on the vs_scrapy
+    # scenarios, alternating, 1.37x the pages/s unthrottled, 0.99 against 0.90 of the ideal polite rate, 0.97
+    # against 0.80 heavy (benchmarks/README.md, issue 51, step 15).
     fetch_task_cpus: float = setting(1.0, "CPUs a fetch task reserves", group="cluster", metavar="CPUS")
     lease_horizon: float = setting(
         default_of(LoopSettings, "lease_horizon"),

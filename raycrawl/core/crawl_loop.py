@@ -76,7 +76,9 @@ class LoopSettings:
     """What the loop's decisions depend on (the crawl's settings of these names: config/ takes these defaults)."""
 
     max_tasks_in_flight: int = 64  # a ceiling: tasks launch as demand and the cluster's CPUs allow (core/demand.py)
-    fetch_batch_size: int = 256  # (a fetch task costs a process's Ray calls whatever it carries: benchmarks/README.md)
+    # (a fetch task costs a process's Ray calls whatever it carries; and the leases out are at most this many a task
+    # slot: 512 a CPU, so that a no-delay host whose run ended has room for its next -- benchmarks/README.md, issue 51)
+    fetch_batch_size: int = 512
     lease_horizon: float = 0.3  # seconds ahead a lease may reach: a host due that soon is leased now
     checkpoint_interval: float = 30.0
     max_part_bytes: int = 1 << 30  # a cut is forced when this much output waits in buffers

@@ -233,9 +233,12 @@ def test_a_loop_made_anew_keeps_the_operators_stop_and_pause() -> None:
     assert (fresh.user_stop, fresh.paused) == ("asked of the new one", None)
 
 
+BATCH = LoopSettings().fetch_batch_size  # (a task's leases, by default)
+
+
 def test_shards_may_chain_leases_unless_the_crawl_is_stopping_pausing_or_cutting() -> None:
     loop, clock = make(time_limit=60.0)
-    assert loop.plan().chains == [ChainAllowance(64 * 256, until=clock.now + 60.0)] * 2  # (at most what the tasks hold)
+    assert loop.plan().chains == [ChainAllowance(64 * BATCH, until=clock.now + 60.0)] * 2  # (at most what tasks hold)
     loop.paused = "operator"
     assert loop.plan().chains == [NO_CHAIN] * 2
     loop.paused = None
@@ -253,7 +256,7 @@ def test_no_chaining_while_staged_batches_wait_for_a_task_to_end() -> None:
     answer(loop, summary(leases=5, earliest=clock.now), summary())
     assert loop.to_launch() == [] and loop.plan().chains == [NO_CHAIN] * 2  # (the task must end for them)
     loop.task_ended("t")
-    assert loop.plan().chains == [ChainAllowance(256)] * 2
+    assert loop.plan().chains == [ChainAllowance(BATCH)] * 2
 
 
 def test_no_chaining_while_a_ranked_host_waits_for_capacity() -> None:
@@ -261,7 +264,7 @@ def test_no_chaining_while_a_ranked_host_waits_for_capacity() -> None:
     answer(loop, summary(best_waiting=-3.0), summary())  # (with priorities: the best score of a host no lease took)
     assert loop.plan().chains == [NO_CHAIN] * 2  # (spare capacity goes to the best-scored hosts, shard by shard)
     answer(loop, summary(), summary())
-    assert loop.plan().chains == [ChainAllowance(64 * 256)] * 2
+    assert loop.plan().chains == [ChainAllowance(64 * BATCH)] * 2
 
 
 def test_a_page_budget_is_never_overshot_by_what_shards_chain_between_rounds() -> None:
