@@ -131,10 +131,15 @@ class TestWeb:
 
     def events(self) -> list[dict[str, Any]]:
         """What the server saw besides requests (e.g. ``{"event": "cut", "t": ..., "ip": ..., "path": ...}``)."""
-        return whole_lines(self.log_path.with_name("events.jsonl"))
+        return whole_lines(Path(events_path(str(self.log_path))))
 
     def requests(self) -> list[dict[str, Any]]:
         return whole_lines(self.log_path)
+
+
+def events_path(log_path: str) -> str:
+    """Where the server writes events other than requests, beside its request log (``TestWeb.events()`` reads them)."""
+    return str(Path(log_path).with_name("events.jsonl"))
 
 
 def whole_lines(path: Path) -> list[dict[str, Any]]:

@@ -47,11 +47,11 @@ import math
 import time
 from collections.abc import Callable
 from email.utils import formatdate
-from pathlib import Path
 from typing import IO
 
 from raycrawl.testing import articles, changing, hostile, odd, scripted, sitemapweb, versioned
 from raycrawl.testing.graph import WebGraph, WebSpec
+from raycrawl.testing.process import events_path
 from raycrawl.testing.topics import TopicalWeb
 
 MAX_HEADER_BYTES = 16 * 1024
@@ -312,11 +312,6 @@ async def _respond(
     writer.write(response + (body if method != "HEAD" else b""))
     await writer.drain()
     return True
-
-
-def events_path(log_path: str) -> str:
-    """Where the server writes events other than requests (``TestWeb.events()`` reads them)."""
-    return str(Path(log_path).with_name("events.jsonl"))
 
 
 async def _main(spec: WebSpec, port: int, log_path: str) -> None:
