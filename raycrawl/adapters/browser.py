@@ -297,9 +297,7 @@ class Renderer:
                     # the quiet at the next poll if nothing came in before the answer.
                     confirmed = state.quiet_since
                     await asyncio.wait_for(page.evaluate("0"), CONTENT_TIMEOUT_MS / 1000)
-                    await asyncio.sleep(SETTLE_POLL_S)
-                    continue
-                if now >= deadline:
+                elif now >= deadline:
                     raise TimeoutError
                 if crashed or not handle.browser.is_connected():
                     raise _BrowserGone(crashed[0] if crashed else "the browser died")
