@@ -35,6 +35,11 @@ from raycrawl.core.rollover import period_label, period_of
 from raycrawl.core.stats import CrawlStats
 
 LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
+# Leases due now that fill no task are shared among the free task slots, and tasks chain only once as many run as
+# the leases out are worth, in shares of at least this many: one task holding them all kept one worker's CPU busy
+# while the other idled (the unthrottled crawl: 5.0 s against 1.3 s of CPU; benchmarks/README.md, issue 51). ~300
+# no-delay leases keep a worker busy here; a share much smaller is not worth another task and its settle calls.
+MIN_SHARE = 128
 MAX_IDLE_WAIT = 0.25  # start a round at least this often (limits, operator commands, lease expiry)
 MAX_GATHER = 0.05  # while URLs are out, a round at least this often: an answered host is leased again soon
 # ... and at most this often: each round is a call to every shard, and theirs to the seen-set partitions and to
@@ -214,8 +219,10 @@ class CrawlLoop:
         """What each shard may hand settling tasks until the next round (core/lease_batches.py): none while staged
         batches wait for a task to end (a task that chains runs on), within what the page budgets leave after this
         round's quotas, and never past the time limit. None either while a ranked host waits (``best_waiting``):
-        then the round's capacity goes to the best-scored hosts across shards, not to the settling shard's own."""
-        if self.staged and len(self.tasks) >= self.task_ceiling:
+        then the round's capacity goes to the best-scored hosts across shards, not to the settling shard's own; nor
+        while fewer tasks run than the leases out are worth (``shares_wanted``): the running ones would keep them
+        all, and the round shares them among free slots (``to_launch``)."""
+        if (self.staged and len(self.tasks) >= self.task_ceiling) or len(self.tasks) < self.shares_wanted:
             return NO_CHAIN
         if any(s.best_waiting is not None for s in self.latest):
             return NO_CHAIN
@@ -227,6 +234,12 @@ class CrawlLoop:
             each = min(each, max(0, room - quotas) // self.shards)
             self._chain_granted = each * self.shards
         return ChainAllowance(each, until)
+
+    @property
+    def shares_wanted(self) -> int:
+        """Tasks the leases out are worth, in shares of at least MIN_SHARE, as many as may run: the URLs a crawl has
+        out spread over the CPUs it has (one task holding them all kept one worker busy while another idled)."""
+        return min(self.task_ceiling, self.leased // MIN_SHARE)
 
     def _page_room(self) -> int | None:
         """Leases the page budgets still allow (None: no budget): every lease the summaries count is taken as a page
@@ -286,8 +299,9 @@ class CrawlLoop:
     def to_launch(self) -> list[list[StagedBatch]]:
         """Staged batches cut into fetch tasks worth launching now (none while quiescing: the cut waits only for
         the tasks already running; staged leases are saved as queued). A task holds batches due within the lease
-        horizon of its first one; it is launched when full or when its first URL is due within LAUNCH_SLACK;
-        at most ``task_ceiling`` tasks run; if more is due than that many full tasks carry, they grow."""
+        horizon of its first one; it is launched when full or when its first URL is due within LAUNCH_SLACK (then
+        what is due is shared among the free slots: MIN_SHARE); at most ``task_ceiling`` tasks run; if more is due
+        than that many full tasks carry, they grow."""
         cfg = self.cfg
         free = self.task_ceiling - len(self.tasks)
         if self.checkpoint_due or self.user_stop is not None or free <= 0 or not self.staged:
@@ -300,9 +314,12 @@ class CrawlLoop:
             start = max(now, staged[0].earliest)
             in_window = [b for b in staged if b.earliest <= start + window]
             urls = sum(b.leases for b in in_window)
-            size = max(cfg.fetch_batch_size, math.ceil(urls / (free - len(out))))
-            if urls < size and staged[0].earliest - now > LAUNCH_SLACK:
-                break  # neither full nor due yet: more batches may join it
+            slots = free - len(out)
+            size = max(cfg.fetch_batch_size, math.ceil(urls / slots))
+            if urls < size:
+                if staged[0].earliest - now > LAUNCH_SLACK:
+                    break  # neither full nor due yet: more batches may join it
+                size = math.ceil(urls / min(slots, max(1, urls // MIN_SHARE)))  # due now: shared among free slots
             task: list[StagedBatch] = []
             taken = 0
             for batch in in_window:

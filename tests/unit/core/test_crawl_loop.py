@@ -10,6 +10,7 @@ from raycrawl.core.crawl_loop import (
     MAX_GATHER,
     MAX_IDLE_WAIT,
     MIN_ROUND,
+    MIN_SHARE,
     CrawlLoop,
     LoopSettings,
     ShardSummary,
@@ -93,6 +94,20 @@ def test_tasks_are_capped_and_grow_when_more_is_due_than_full_tasks_carry() -> N
         loop.launched(i, task)
     loop.staged = [StagedBatch(0, 9, 1, clock.now)]
     assert loop.to_launch() == []  # no free slot
+
+
+def test_batches_due_now_are_shared_among_the_free_slots_in_shares_worth_a_task() -> None:
+    loop, clock = make(fetch_batch_size=512, max_tasks_in_flight=3)
+    loop.staged = [
+        StagedBatch(0, 1, 150, clock.now),
+        StagedBatch(1, 2, 100, clock.now),
+        StagedBatch(0, 3, 10, clock.now),
+    ]
+    tasks = loop.to_launch()
+    assert [[b.batch_id for b in t] for t in tasks] == [[1], [2, 3]]  # two shares of ~130: 150, then the rest (110)
+    loop.staged = [StagedBatch(0, 4, MIN_SHARE, clock.now), StagedBatch(1, 5, 30, clock.now)]
+    (task,) = loop.to_launch()  # (two shares would be under MIN_SHARE: one task)
+    assert [b.batch_id for b in task] == [4, 5]
 
 
 def test_a_task_holds_only_batches_due_close_together() -> None:
@@ -257,6 +272,21 @@ def test_no_chaining_while_staged_batches_wait_for_a_task_to_end() -> None:
     assert loop.to_launch() == [] and loop.plan().chains == [NO_CHAIN] * 2  # (the task must end for them)
     loop.task_ended("t")
     assert loop.plan().chains == [ChainAllowance(BATCH)] * 2
+
+
+def test_no_chaining_while_fewer_tasks_run_than_the_leases_out_are_worth() -> None:
+    loop, clock = make(max_tasks_in_flight=2)
+    answer(
+        loop, summary(leases=150, leased=150, earliest=clock.now), summary(leases=110, leased=110, earliest=clock.now)
+    )
+    first, second = loop.to_launch()  # (260 due now: two shares)
+    loop.launched("a", first)
+    assert loop.plan().chains == [NO_CHAIN] * 2  # (one runs; 260 are worth two: the round fills the other slot)
+    loop.launched("b", second)
+    assert loop.plan().chains == [ChainAllowance(2 * BATCH)] * 2
+    loop.task_ended("b")
+    answer(loop, summary(leased=40), summary(leased=40))
+    assert loop.plan().chains == [ChainAllowance(2 * BATCH)] * 2  # (80 out: one share, and one task runs)
 
 
 def test_no_chaining_while_a_ranked_host_waits_for_capacity() -> None:
