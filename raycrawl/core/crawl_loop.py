@@ -40,6 +40,13 @@ LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first UR
 # while the other idled (the unthrottled crawl: 5.0 s against 1.3 s of CPU; benchmarks/README.md, issue 51). ~300
 # no-delay leases keep a worker busy here; a share much smaller is not worth another task and its settle calls.
 MIN_SHARE = 128
+
+
+def shares(leases: int, slots: int) -> int:
+    """The tasks ``leases`` are worth in shares of at least MIN_SHARE, in at most ``slots`` (0: under one share)."""
+    return min(slots, leases // MIN_SHARE)
+
+
 MAX_IDLE_WAIT = 0.25  # start a round at least this often (limits, operator commands, lease expiry)
 MAX_GATHER = 0.05  # while URLs are out, a round at least this often: an answered host is leased again soon
 # ... and at most this often: each round is a call to every shard, and theirs to the seen-set partitions and to
@@ -220,9 +227,10 @@ class CrawlLoop:
         batches wait for a task to end (a task that chains runs on), within what the page budgets leave after this
         round's quotas, and never past the time limit. None either while a ranked host waits (``best_waiting``):
         then the round's capacity goes to the best-scored hosts across shards, not to the settling shard's own; nor
-        while fewer tasks run than the leases out are worth (``shares_wanted``): the running ones would keep them
-        all, and the round shares them among free slots (``to_launch``)."""
-        if (self.staged and len(self.tasks) >= self.task_ceiling) or len(self.tasks) < self.shares_wanted:
+        while fewer tasks run than the leases out are worth (``shares``): the running ones would keep them all, and
+        the round shares them among free slots (``to_launch``)."""
+        running = len(self.tasks)
+        if (self.staged and running >= self.task_ceiling) or running < shares(self.leased, self.task_ceiling):
             return NO_CHAIN
         if any(s.best_waiting is not None for s in self.latest):
             return NO_CHAIN
@@ -234,12 +242,6 @@ class CrawlLoop:
             each = min(each, max(0, room - quotas) // self.shards)
             self._chain_granted = each * self.shards
         return ChainAllowance(each, until)
-
-    @property
-    def shares_wanted(self) -> int:
-        """Tasks the leases out are worth, in shares of at least MIN_SHARE, as many as may run: the URLs a crawl has
-        out spread over the CPUs it has (one task holding them all kept one worker busy while another idled)."""
-        return min(self.task_ceiling, self.leased // MIN_SHARE)
 
     def _page_room(self) -> int | None:
         """Leases the page budgets still allow (None: no budget): every lease the summaries count is taken as a page
@@ -319,7 +321,7 @@ class CrawlLoop:
             if urls < size:
                 if staged[0].earliest - now > LAUNCH_SLACK:
                     break  # neither full nor due yet: more batches may join it
-                size = math.ceil(urls / min(slots, max(1, urls // MIN_SHARE)))  # due now: shared among free slots
+                size = math.ceil(urls / max(1, shares(urls, slots)))  # due now: shared among the free slots
             task: list[StagedBatch] = []
             taken = 0
             for batch in in_window:
