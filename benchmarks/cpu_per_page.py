@@ -5,12 +5,15 @@ margin (the steady window of each run: what each additional page costs).
     python -m benchmarks.cpu_per_page --articles --also "--extract builtin:meta" --also "--extract builtin:article"
 
 The big light test web (40 hosts, 500 pages each, ~0.5 KB pages), no delay, one request in flight per host.
-Each round runs ``python -m benchmarks.bare_loop`` (``benchmarks/bare_loop.py``: aiohttp + selectolax and nothing
-else) and then ``raycrawl crawl`` -- the command a user runs, with its own Ray and default settings but
-``--delay 0 --delay-factor 0`` -- against the same test web; with ``--before DIR`` another checkout's ``raycrawl
-crawl`` too (e.g. ``git worktree add DIR <commit before a change>``). Rounds alternate so all see the same
-machine, and the crawls' order turns each round (the first crawl, the loop, then the others; the next round, the
-other way round): whichever crawl runs first in a round does better on this machine.
+The bare loop, ``python -m benchmarks.bare_loop`` (``benchmarks/bare_loop.py``: aiohttp + selectolax and nothing
+else), runs before the first round and after each; each round runs ``raycrawl crawl`` -- the command a user runs,
+with its own Ray and default settings but ``--delay 0 --delay-factor 0`` -- against the same test web, and with
+``--before DIR`` another checkout's ``raycrawl crawl`` too (e.g. ``git worktree add DIR <commit before a
+change>``). A round's crawls are measured against the loop runs either side of them, pooled (their CPU over their
+pages): this machine's speed drifts over minutes (the loop alone went from 0.41 to 0.51 ms a page within one
+session's rounds: benchmarks/README.md, issue 51 step 12), and a crawl between two loop runs sees their mean (the
+loop runs' own figures are printed, so the drift shows). The crawls' order turns each round: whichever crawl
+runs first in a round does better on this machine.
 Every process of each command is counted from its start to its end (``benchmarks/cpu_use.py`` samples /proc
 every 0.1 s; a process that ends is counted to its last sample; the bare loop reports its own CPU exactly): Ray's
 start-up, the crawl's checkpoints and its end are in it. Pages are what the test web's log saw (robots.txt
@@ -157,6 +160,28 @@ def raycrawl(
         return run_command(label, cmd, web, ua, env, cwd=source)
 
 
+def pooled(before: Run, after: Run) -> Run:
+    """The loop runs either side of a round as one: their CPU over their pages (at the margin, too)."""
+    roles = {k: before.margin_roles.get(k, 0.0) + after.margin_roles.get(k, 0.0)
+             for k in before.margin_roles | after.margin_roles}  # fmt: skip
+    return Run(
+        "bare loop", before.pages + after.pages, before.wall + after.wall, before.cpu + after.cpu,
+        {k: before.roles.get(k, 0.0) + after.roles.get(k, 0.0) for k in before.roles | after.roles}, "",
+        before.margin_pages + after.margin_pages, before.margin_seconds + after.margin_seconds, roles,
+        (before.idle_share + after.idle_share) / 2, (before.median_gap + after.median_gap) / 2,
+    )  # fmt: skip
+
+
+def drift(before: Run, after: Run) -> str:
+    """The two loop runs' own figures: how far the machine moved during the round."""
+    whole = [run.per_page(run.cpu) for run in (before, after)]
+    margin = [run.per_page_at_margin(run.margin_cpu) for run in (before, after)]
+    return (
+        f"  the loop before and after the round: {whole[0]:.3f} / {whole[1]:.3f} ms CPU a page (whole runs), "
+        f"{margin[0]:.3f} / {margin[1]:.3f} at the margin"
+    )
+
+
 def fixed_costs(loop: Run, one_page: Run) -> str:
     """A one-page crawl's cost against the loop's whole run: what no per-page work can take back."""
     roles = ", ".join(f"{role} {seconds:.2f}" for role, seconds in sorted(one_page.roles.items(), key=lambda x: -x[1]))
@@ -171,8 +196,8 @@ def fixed_costs(loop: Run, one_page: Run) -> str:
 def table(floor: Run, runs: list[Run]) -> str:
     """The bare loop's figures, then each raycrawl run's CPU per page by role, in ms and as a multiple of the loop's."""
     base = floor.per_page(floor.cpu)
-    lines = [f"bare loop: {floor.pages} pages in {floor.wall:.1f} s = {floor.pages / floor.wall:.0f} pages/s, "
-             f"{base:.3f} ms CPU/page"]  # fmt: skip
+    lines = [f"bare loop (its runs before and after, pooled): {floor.pages} pages in {floor.wall:.1f} s = "
+             f"{floor.pages / floor.wall:.0f} pages/s, {base:.3f} ms CPU/page"]  # fmt: skip
     roles = sorted({role for run in runs for role in run.roles}, key=lambda r: -max(x.roles.get(r, 0) for x in runs))
     lines.append(f"  {'ms CPU per page (x loop)':<26}" + "".join(f"{run.name:>18}" for run in runs))
     for role in [*roles, "all actors", "every process"]:
@@ -231,6 +256,7 @@ def main() -> None:
     spec = WebSpec(hosts=args.hosts, pages_per_host=args.pages, page_bytes=500, private_links=False, profiles=profiles)
     rounds: list[tuple[Run, list[Run]]] = []
     with TestWeb(spec) as web:
+        loops = [bare(web, 0)]
         for i in range(args.rounds):
             crawls: list[Callable[[], Run]] = []
             if args.before:
@@ -240,23 +266,25 @@ def main() -> None:
                 also = [*args.extra, *flags.split()]
                 crawls.append(functools.partial(raycrawl, web, i, also, tag=f"also{n}", name=flags.split()[-1]))
             # The crawl that runs first in a round does better on this machine (measured: benchmarks/README.md,
-            # step 13), so the order turns each round: the first crawl, the loop, the others; reversed next round.
+            # step 13), so the order turns each round.
             order = list(range(len(crawls)))[:: 1 if i % 2 == 0 else -1]
-            done = {order[0]: crawls[order[0]]()}
-            floor = bare(web, i)
-            done |= {k: crawls[k]() for k in order[1:]}
+            done = {k: crawls[k]() for k in order}
             runs = [done[k] for k in range(len(crawls))]
             one_page = raycrawl(web, i, [*args.extra, "--max-pages", "1"], tag="one-page")
+            loops.append(bare(web, i + 1))
+            floor = pooled(loops[i], loops[i + 1])
             rounds.append((floor, runs))
             print(f"round {i + 1}: " + table(floor, runs) + "\n" + margin_table(floor, runs), flush=True)
-            print(fixed_costs(floor, one_page), flush=True)
+            print(drift(loops[i], loops[i + 1]), flush=True)
+            print(fixed_costs(loops[i + 1], one_page), flush=True)
     for name in dict.fromkeys(run.name for _, runs in rounds for run in runs):
         ratios = [run.per_page(run.cpu) / floor.per_page(floor.cpu) for floor, runs in rounds for run in runs
                   if run.name == name]  # fmt: skip
         print(f"{name} / bare loop, CPU per page (whole runs): " + ", ".join(f"{r:.2f}" for r in ratios))
         margins = [run.per_page_at_margin(run.margin_cpu) / floor.per_page_at_margin(floor.margin_cpu)
                    for floor, runs in rounds for run in runs if run.name == name]  # fmt: skip
-        print(f"{name} / bare loop, CPU per page at the margin: " + ", ".join(f"{r:.2f}" for r in margins))
+        print(f"{name} / bare loop, CPU per page at the margin: " + ", ".join(f"{r:.2f}" for r in margins)
+              + (f" (mean {statistics.mean(margins):.2f})" if len(margins) > 1 else ""))  # fmt: skip
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             rows = [[vars(run) | {"output": ""} for run in [floor, *runs]] for floor, runs in rounds]
