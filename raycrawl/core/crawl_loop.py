@@ -49,6 +49,10 @@ def shares(leases: int, slots: int) -> int:
 
 MAX_IDLE_WAIT = 0.25  # start a round at least this often (limits, operator commands, lease expiry)
 MAX_GATHER = 0.05  # while URLs are out, a round at least this often: an answered host is leased again soon
+# ... but while every slot has a task and the shards chain each settling task its hosts' next runs, answered hosts
+# are leased again without a round; a round then routes new links and counts what moved, and costs the coordinator
+# alone ~4.5 ms of CPU (perf, unthrottled crawl at ~18 rounds a second: benchmarks/README.md, issue 51 step 17)
+MAX_GATHER_CHAINED = 0.1
 # ... and at most this often: each round is a call to every shard, and theirs to the seen-set partitions and to
 # each other (0.025 before issue 51; with fewer settle calls, -20% CPU a page: benchmarks/README.md)
 MIN_ROUND = 0.05
@@ -466,6 +470,10 @@ class CrawlLoop:
         self.checkpoint_due = False
         self._last_checkpoint = now
 
+    def _chains_carry(self) -> bool:
+        """The last round let the shards chain, and every slot has a task: no round is needed to lease or launch."""
+        return self._recent_grants[1] > 0 and not self.staged and len(self.tasks) >= self.task_ceiling
+
     def wake_at(self, round_started: float) -> tuple[float, float]:
         """(earliest, latest): the next round starts no sooner than the first and no later than the second;
         between them, when a fetch task ends."""
@@ -478,6 +486,6 @@ class CrawlLoop:
             latest = min(latest, min(b.earliest for b in self.staged) - LAUNCH_SLACK)
         if self.leased:
             # URLs are out: their hosts come due again from their answers, which only the shards see.
-            latest = min(latest, round_started + MAX_GATHER)
+            latest = min(latest, round_started + (MAX_GATHER_CHAINED if self._chains_carry() else MAX_GATHER))
         earliest = round_started + MIN_ROUND
         return earliest, max(latest, earliest)

@@ -8,6 +8,7 @@ import dataclasses
 
 from raycrawl.core.crawl_loop import (
     MAX_GATHER,
+    MAX_GATHER_CHAINED,
     MAX_IDLE_WAIT,
     MIN_ROUND,
     MIN_SHARE,
@@ -181,6 +182,24 @@ def test_the_next_round_comes_soon_while_urls_are_out_and_before_a_host_is_due()
     assert loop.wake_at(started)[1] == clock.now + 0.4 - 0.3  # a host due: lease it a horizon ahead
     answer(loop, summary(leased=1, next_due=clock.now + 2.0), summary())
     assert loop.wake_at(started)[1] == started + MAX_GATHER  # an answer may come any time: gather briefly
+
+
+def test_rounds_come_less_often_while_every_slot_has_a_task_the_shards_chain_to() -> None:
+    loop, clock = make(max_tasks_in_flight=2)
+    started = clock.now
+    answer(
+        loop, summary(leases=150, leased=150, earliest=clock.now), summary(leases=150, leased=150, earliest=clock.now)
+    )
+    first, second = loop.to_launch()  # (300 due now: two shares)
+    loop.launched("a", first)
+    answer(loop, summary(leased=150), summary(leased=150))  # (one slot free: a round soon, to fill it)
+    assert loop.wake_at(started)[1] == started + MAX_GATHER
+    loop.launched("b", second)
+    answer(loop, summary(leased=150), summary(leased=150))  # (both run; this round let the shards chain)
+    assert loop.wake_at(started)[1] == started + MAX_GATHER_CHAINED
+    loop.paused = "operator"
+    answer(loop, summary(leased=150), summary(leased=150))  # (no chaining: answered hosts wait for rounds)
+    assert loop.wake_at(started)[1] == started + MAX_GATHER
 
 
 def test_a_task_that_ended_frees_its_capacity_before_the_next_summaries() -> None:
