@@ -223,6 +223,7 @@ class FrontierShardActor:
 
     def restore(self, data: bytes) -> None:
         snapshot = json.loads(zlib.decompress(data))
+        self._work.restored()
         self._work.router.reclaim = set(snapshot.pop("reclaim", ()))
         refs = snapshot.pop("queue", None)
         if refs is not None and self._segments is not None and self._store is not None:

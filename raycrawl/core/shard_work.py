@@ -45,6 +45,12 @@ from raycrawl.core.urls import host_key, hostname
 
 RecordSink = Callable[[list[dict[str, Any]]], None]
 FIRST_HINTS_BOUND = 1_000_000  # sitemap hints kept per shard for pages' first intervals (~200 B each)
+# URLs the seen-set has answered for through this shard, new or not, kept to know a link found again as a duplicate
+# at once: asked again, the seen-set would say "not new" (without --seen-ttl its marks never expire, a rebuilt
+# partition has them all, and a rollback makes new shards). Most links a page has are on other pages too (4 of 5 in
+# the test web's): each skips screening, a fingerprint, its seen-set question and its answer. Bounded (~150 B a
+# URL); once full it starts again, and what a page links to most comes back first.
+ANSWERED_BOUND = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +115,7 @@ class ShardWork:
         self._batches = LeaseBatches(setup.frontier.run_length)  # which task each lease is with, and chaining
         self._horizon = 0.0  # the coordinator's lease horizon, as of its last call (chained leases reach as far)
         self._candidates: Candidates = {}  # links found since the last round, not asked about yet
+        self._answered: set[str] | None = set() if setup.seen_ttl is None else None  # (ANSWERED_BOUND)
         self._known: dict[str, Known] = {}  # what an earlier crawl learned of some of them (a recrawl's seeds)
         self._latencies: list[float] = []  # of the results settled since the coordinator last asked (a metric)
         # What sitemaps said of pages on their way through the seen-set (given to the entries they become)
@@ -321,11 +328,24 @@ class ShardWork:
         """Candidate links (outlinks, or seeds), screened by trap rules and scope; the first found of each URL
         is kept until the next ``take_shares``, with what ``known`` says of it (a recrawl's seeds)."""
         found = self._candidates
+        if self._answered:
+            links = self._unanswered(links, self._answered)
         for url, info in screen(links, self.setup.traps, self.scope, self._stats.dropped).items():
             if url not in found:
                 found[url] = info
                 if known and url in known:
                     self._known[url] = known[url]
+
+    def _unanswered(self, links: list[Link], answered: set[str]) -> list[Link]:
+        """The links the seen-set has not answered for here yet; the others are counted as the duplicates they are."""
+        fresh = [link for link in links if link[0] not in answered]
+        if len(fresh) < len(links):
+            self._stats.events["duplicate_links"] += len(links) - len(fresh)
+            if self._hints:  # (what a sitemap said of a page already answered for: applied when it was queued)
+                for link in links:
+                    if link[0] in answered:
+                        self._hints.pop(link[0], None)
+        return fresh
 
     def take_shares(self) -> dict[int, PartitionShare]:
         """The links found since the last call, split by seen-set partition: the actor asks each partition once
@@ -339,6 +359,10 @@ class ShardWork:
         """A partition's answer: the new URLs by owner shard (this one's already queued here)."""
         new = self.router.answered(partition, share, answer)
         self._stats.events["duplicate_links"] += len(share.entries) - len(new)
+        if self._answered is not None:
+            if len(self._answered) > ANSWERED_BOUND:
+                self._answered = set()
+            self._answered.update(entry.url for entry in share.entries)
         if self._hints:
             hints, now = self._hints, self._clock()
             for entry in new:
@@ -375,6 +399,11 @@ class ShardWork:
         for handover in handovers:
             self.frontier.push(handover.sent)
         self._end_terminals()
+
+    def restored(self) -> None:
+        """Restored from a checkpoint, as the seen-set was: what it answered here since is to be asked again."""
+        if self._answered is not None:
+            self._answered = set()
 
     def retry(self, entries: list[UrlEntry]) -> None:
         """Dead letters (URLs that ended in error), crawled again: they are in the seen-set already."""

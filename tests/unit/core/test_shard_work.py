@@ -4,6 +4,7 @@ exactly after it died with links on their way."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from raycrawl.core.frontier_settings import FrontierSettings
@@ -104,6 +105,33 @@ def test_a_settled_page_is_recorded_and_its_links_go_to_their_owners_once() -> N
     assert route(w, w.take_shares(), seen) == {}
     _, s = w.lease(0, 0.0, None, 10)
     assert s.stats.events["duplicate_links"] == 2 and s.sent == [1, 1] and s.received == [2, 0]
+
+
+def test_a_link_the_seen_set_answered_for_is_a_duplicate_without_asking_it_again() -> None:
+    w, _, _ = work(0)
+    seen = Partitions(2)
+    page = lease_page(w, url_of_shard(0))
+    mine, theirs, later = url_of_shard(0, path="/a"), url_of_shard(1, path="/b"), url_of_shard(1, path="/c")
+    w.settle([page_result(page, [mine, theirs])])
+    route(w, w.take_shares(), seen)
+    page2 = w.lease(10, 0.0, None, 9)[0][0]
+    w.settle([page_result(page2, [theirs, later, mine])])
+    shares = w.take_shares()
+    assert [e.url for share in shares.values() for e in share.entries] == [later]  # (only the one never asked)
+    assert [e.url for e in route(w, shares, seen)[1]] == [later]
+    _, s = w.lease(0, 0.0, None, 10)
+    assert s.stats.events["duplicate_links"] == 2
+
+
+def test_with_expiring_marks_every_link_is_asked_again() -> None:
+    w = ShardWork(0, dataclasses.replace(setup(), seen_ttl=3600.0), [].extend, clock=FakeClock())
+    page = lease_page(w, url_of_shard(0))
+    mine, theirs = url_of_shard(0, path="/a"), url_of_shard(1, path="/b")
+    w.settle([page_result(page, [mine, theirs])])
+    route(w, w.take_shares(), Partitions(2))
+    page2 = w.lease(10, 0.0, None, 9)[0][0]
+    w.settle([page_result(page2, [theirs])])
+    assert [e.url for share in w.take_shares().values() for e in share.entries] == [theirs]  # (its mark may expire)
 
 
 def test_stale_and_retried_results_make_no_record_and_keep_no_warc() -> None:
