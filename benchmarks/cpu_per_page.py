@@ -162,14 +162,17 @@ def raycrawl(
 
 def pooled(before: Run, after: Run) -> Run:
     """The loop runs either side of a round as one: their CPU over their pages (at the margin, too)."""
-    roles = {k: before.margin_roles.get(k, 0.0) + after.margin_roles.get(k, 0.0)
-             for k in before.margin_roles | after.margin_roles}  # fmt: skip
     return Run(
         "bare loop", before.pages + after.pages, before.wall + after.wall, before.cpu + after.cpu,
-        {k: before.roles.get(k, 0.0) + after.roles.get(k, 0.0) for k in before.roles | after.roles}, "",
-        before.margin_pages + after.margin_pages, before.margin_seconds + after.margin_seconds, roles,
+        _summed(before.roles, after.roles), "", before.margin_pages + after.margin_pages,
+        before.margin_seconds + after.margin_seconds, _summed(before.margin_roles, after.margin_roles),
         (before.idle_share + after.idle_share) / 2, (before.median_gap + after.median_gap) / 2,
     )  # fmt: skip
+
+
+def _summed(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """CPU seconds by role, added up (a role either lacks counts as 0)."""
+    return {role: a.get(role, 0.0) + b.get(role, 0.0) for role in a | b}
 
 
 def drift(before: Run, after: Run) -> str:
