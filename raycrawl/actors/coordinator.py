@@ -402,7 +402,8 @@ class Coordinator:
             self.loop.launched(task, batches)
 
     def _wait(self, round_started: float) -> None:
-        """Until a fetch task ends or the next round is due (and no sooner than MIN_ROUND after the last)."""
+        """Until a fetch task ends or the next round is due (and no sooner than MIN_ROUND after the last:
+        core/round_timing.py)."""
         earliest, latest = self.loop.wake_at(round_started)
         pause = earliest - time.time()
         if pause > 0:

@@ -32,6 +32,7 @@ from raycrawl.core.demand import fetch_demand
 from raycrawl.core.lease_batches import NO_CHAIN, ChainAllowance
 from raycrawl.core.link_routing import all_delivered
 from raycrawl.core.rollover import period_label, period_of
+from raycrawl.core.round_timing import RoundNeeds, round_window
 from raycrawl.core.stats import CrawlStats
 
 LAUNCH_SLACK = 0.05  # launch a partly filled task this long before its first URL is due
@@ -47,15 +48,6 @@ def shares(leases: int, slots: int) -> int:
     return min(slots, leases // MIN_SHARE)
 
 
-MAX_IDLE_WAIT = 0.25  # start a round at least this often (limits, operator commands, lease expiry)
-MAX_GATHER = 0.05  # while URLs are out, a round at least this often: an answered host is leased again soon
-# ... but while every slot has a task and the shards chain each settling task its hosts' next runs, answered hosts
-# are leased again without a round; a round then routes new links and counts what moved, and costs the coordinator
-# alone ~4.5 ms of CPU (perf, unthrottled crawl at ~18 rounds a second: benchmarks/README.md, issue 51 step 17)
-MAX_GATHER_CHAINED = 0.1
-# ... and at most this often: each round is a call to every shard, and theirs to the seen-set partitions and to
-# each other (0.025 before issue 51; with fewer settle calls, -20% CPU a page: benchmarks/README.md)
-MIN_ROUND = 0.05
 LAG_WINDOW = 60.0  # seconds over which the freshness lag counts how late revisits were sent
 
 
@@ -470,22 +462,17 @@ class CrawlLoop:
         self.checkpoint_due = False
         self._last_checkpoint = now
 
-    def _chains_carry(self) -> bool:
-        """The last round let the shards chain, and every slot has a task: no round is needed to lease or launch."""
-        return self._recent_grants[1] > 0 and not self.staged and len(self.tasks) >= self.task_ceiling
-
     def wake_at(self, round_started: float) -> tuple[float, float]:
         """(earliest, latest): the next round starts no sooner than the first and no later than the second;
-        between them, when a fetch task ends."""
-        now = self._clock()
-        latest = now + MAX_IDLE_WAIT
-        dues = [s.next_due for s in self.latest if s.next_due is not None]
-        if dues and self.paused is None:
-            latest = min(latest, min(dues) - self.cfg.lease_horizon)
-        if self.staged:
-            latest = min(latest, min(b.earliest for b in self.staged) - LAUNCH_SLACK)
-        if self.leased:
-            # URLs are out: their hosts come due again from their answers, which only the shards see.
-            latest = min(latest, round_started + (MAX_GATHER_CHAINED if self._chains_carry() else MAX_GATHER))
-        earliest = round_started + MIN_ROUND
-        return earliest, max(latest, earliest)
+        between them, when a fetch task ends (core/round_timing.py)."""
+        dues = [s.next_due for s in self.latest if s.next_due is not None] if self.paused is None else []
+        needs = RoundNeeds(
+            dues=dues,
+            lease_horizon=self.cfg.lease_horizon,
+            staged_earliest=min((b.earliest for b in self.staged), default=None),
+            launch_slack=LAUNCH_SLACK,
+            leased=self.leased > 0,
+            # the last round let the shards chain, and every slot has a task: no round is needed to lease or launch
+            chains_carry=self._recent_grants[1] > 0 and not self.staged and len(self.tasks) >= self.task_ceiling,
+        )
+        return round_window(self._clock(), round_started, needs)

@@ -6,18 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from raycrawl.core.crawl_loop import (
-    MAX_GATHER,
-    MAX_GATHER_CHAINED,
-    MAX_IDLE_WAIT,
-    MIN_ROUND,
-    MIN_SHARE,
-    CrawlLoop,
-    LoopSettings,
-    ShardSummary,
-    StagedBatch,
-)
+from raycrawl.core.crawl_loop import MIN_SHARE, CrawlLoop, LoopSettings, ShardSummary, StagedBatch
 from raycrawl.core.lease_batches import NO_CHAIN, ChainAllowance
+from raycrawl.core.round_timing import MAX_GATHER, MAX_GATHER_CHAINED, MAX_IDLE_WAIT, MIN_ROUND
 from raycrawl.core.stats import CrawlStats
 
 
