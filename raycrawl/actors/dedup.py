@@ -34,7 +34,8 @@ def unpack_fingerprints(packed: bytes) -> list[int]:
     return fps.tolist()
 
 
-@ray.remote(num_cpus=0, max_restarts=0)
+# No task events for its many calls (as the frontier shards': actors/frontier.py).
+@ray.remote(num_cpus=0, max_restarts=0, enable_task_events=False)
 class DedupActor:
     def __init__(
         self,

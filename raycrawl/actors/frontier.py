@@ -42,7 +42,10 @@ from raycrawl.core.shard_work import ShardOutput, ShardSetup, ShardWork
 from raycrawl.core.stats import CrawlStats
 
 
-@ray.remote(num_cpus=0, max_restarts=0)
+# No task events: every settle, lease and push call would be reported to the GCS (state changes kept for the
+# dashboard's task table), ~100 calls a second per shard in a fast crawl, for a table nobody reads of them; without
+# them the crawl's Ray daemons and seen-set took 10-20% less CPU a page (benchmarks/README.md, issue 51 step 18).
+@ray.remote(num_cpus=0, max_restarts=0, enable_task_events=False)
 class FrontierShardActor:
     def __init__(self, shard_id: int, setup: ShardSetup, owner: str | None = None) -> None:
         """``owner``: the crawl's coordinator's name; this detached actor ends itself once it is gone for good
