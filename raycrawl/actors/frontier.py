@@ -42,9 +42,10 @@ from raycrawl.core.shard_work import ShardOutput, ShardSetup, ShardWork
 from raycrawl.core.stats import CrawlStats
 
 
-# No task events: every settle, lease and push call would be reported to the GCS (state changes kept for the
-# dashboard's task table), ~100 calls a second per shard in a fast crawl, for a table nobody reads of them; without
-# them the crawl's Ray daemons and seen-set took 10-20% less CPU a page (benchmarks/README.md, issue 51 step 18).
+# No task events: each settle, lease and push call would be reported to the GCS (state changes kept for the
+# dashboard's task table), tens of calls a second per shard, for a table nothing of the crawl reads. Without them
+# (and the seen-set's), six alternating rounds of the unthrottled benchmark crawl averaged 1.89x the bare loop's
+# CPU a page at the margin against 2.07x, better in four (benchmarks/README.md, issue 51 step 18).
 @ray.remote(num_cpus=0, max_restarts=0, enable_task_events=False)
 class FrontierShardActor:
     def __init__(self, shard_id: int, setup: ShardSetup, owner: str | None = None) -> None:
